@@ -1,0 +1,1 @@
+"""Process wiring: one TaskGroup per process, leader gating, signal handling."""

@@ -1,0 +1,46 @@
+"""The ``hpa`` command line.
+
+One console script with a subcommand per role. Each role registers its subcommand here with a
+function that adds its flags and a function that runs it; flags reuse upstream names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from hpa import __version__
+
+DESCRIPTION = """\
+hpa: a Kubernetes autoscaling stack.
+
+A HorizontalPodAutoscaler controller for autoscaling/v2 objects, a Prometheus-backed metrics
+adapter, a vertical autoscaler, and an offline simulator that replays load in virtual time.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="hpa",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"hpa {__version__}")
+    parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    handler = getattr(args, "handler", None)
+    if handler is None:  # a subcommand without a handler is a programming error
+        parser.error(f"command {args.command!r} has no handler")
+    result: int = handler(args)
+    return result

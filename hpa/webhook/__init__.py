@@ -1,0 +1,1 @@
+"""The VPA admission webhook."""
