@@ -13,7 +13,7 @@ export HPA_CACHE
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test demo lint typecheck imports pytest unit
+.PHONY: help venv test demo lint typecheck imports pytest unit system-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -37,13 +37,32 @@ typecheck: venv ## mypy --strict
 imports: venv ## import-linter layer contracts
 	$(BIN)/lint-imports
 
-unit: venv ## the tests that need no lab (fast path while developing)
+unit: venv system-deps ## the tests that need no lab (fast path while developing)
 	$(BIN)/pytest -m 'not e2e' $(PYTEST_ARGS)
 
 pytest: venv
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: venv lint typecheck imports pytest ## install what the tests need, then run lint, types, contracts and all tests
+test: venv lint typecheck imports system-deps pytest ## install what the tests need, then run lint, types, contracts and all tests
 
 demo: venv ## run the embedded demo (no cluster needed)
 	$(BIN)/hpa demo
+
+# Debian packages the lab needs: prometheus + promtool (tests/lab/prometheus.py) and iproute2 (`ip`).
+# Installed only when missing. A policy-rc.d that answers 101 keeps the package's own service from
+# starting on :9090 (our instances use free loopback ports and their own data dirs).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+system-deps: ## install the Debian packages the lab needs (prometheus, promtool, iproute2) if missing
+	@pkgs=""; \
+	{ test -x /usr/bin/prometheus && test -x /usr/bin/promtool; } || pkgs="$$pkgs prometheus"; \
+	command -v ip >/dev/null || pkgs="$$pkgs iproute2"; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "system-deps: installing$$pkgs"; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee /usr/sbin/policy-rc.d >/dev/null; \
+	    $(SUDO) chmod 755 /usr/sbin/policy-rc.d; \
+	    trap '$(SUDO) rm -f /usr/sbin/policy-rc.d' EXIT; \
+	  fi; \
+	  $(SUDO) apt-get update -qq; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs; \
+	fi
