@@ -1,0 +1,107 @@
+"""HPA status conditions and controller events as immutable values.
+
+Upstream counterparts: ``setCondition`` / ``setConditionInList`` in
+``pkg/controller/podautoscaler/horizontal.go``, ``autoscalingv2.HorizontalPodAutoscalerCondition``
+and the ``record.EventRecorder`` calls of the controller (an event is a type, a reason and a
+message; the controller's I/O shell records it).
+
+Semantics kept from upstream: setting a condition keeps its position in the list, a new type is
+appended, and ``last_transition_time`` changes only when the status flips (a newly appended
+condition always gets ``now``, because upstream appends it with an empty status first).
+
+Deliberate deviations: none. :func:`remove_condition` has no counterpart in the versions of
+``horizontal.go`` read for this port; it implements "the ``ScaledToZero`` condition is removed
+when the ``HPAScaleToZero`` gate is off" (see ``docs/scale-to-zero.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+
+class ConditionType(StrEnum):
+    """``autoscalingv2.HorizontalPodAutoscalerConditionType``."""
+
+    ABLE_TO_SCALE = "AbleToScale"
+    SCALING_ACTIVE = "ScalingActive"
+    SCALING_LIMITED = "ScalingLimited"
+    SCALED_TO_ZERO = "ScaledToZero"
+
+
+class ConditionStatus(StrEnum):
+    """``v1.ConditionStatus``."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class HorizontalPodAutoscalerCondition:
+    """``autoscalingv2.HorizontalPodAutoscalerCondition``."""
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str
+    last_transition_time: datetime | None = None
+
+
+Conditions = tuple[HorizontalPodAutoscalerCondition, ...]
+
+
+def set_condition(
+    conditions: Conditions,
+    condition_type: str,
+    status: ConditionStatus,
+    *,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> Conditions:
+    """``setConditionInList``: replace in place (or append), stamping flips with ``now``."""
+    for index, existing in enumerate(conditions):
+        if existing.type == condition_type:
+            transition = existing.last_transition_time if existing.status == status else now
+            updated = HorizontalPodAutoscalerCondition(
+                type=condition_type,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=transition,
+            )
+            return (*conditions[:index], updated, *conditions[index + 1 :])
+    appended = HorizontalPodAutoscalerCondition(
+        type=condition_type, status=status, reason=reason, message=message, last_transition_time=now
+    )
+    return (*conditions, appended)
+
+
+def remove_condition(conditions: Conditions, condition_type: str) -> Conditions:
+    """Drop every condition of ``condition_type`` (order of the others preserved)."""
+    return tuple(condition for condition in conditions if condition.type != condition_type)
+
+
+def find_condition(
+    conditions: Conditions, condition_type: str
+) -> HorizontalPodAutoscalerCondition | None:
+    """The first condition of ``condition_type``, if any."""
+    for condition in conditions:
+        if condition.type == condition_type:
+            return condition
+    return None
+
+
+EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event the controller records on the HPA object (``eventRecorder.Event``)."""
+
+    type: EventType
+    reason: str
+    message: str
