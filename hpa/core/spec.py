@@ -357,31 +357,6 @@ class HorizontalSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class Tolerances:
-    """Per-direction tolerances (``Tolerances`` in ``replica_calculator.go``)."""
-
-    scale_down: float
-    scale_up: float
-
-    def is_within(self, usage_ratio: float) -> bool:
-        """``Tolerances.isWithin``: ``(1 - down) <= ratio <= (1 + up)``."""
-        return (1.0 - self.scale_down) <= usage_ratio <= (1.0 + self.scale_up)
-
-
-def tolerances_for_hpa(
-    behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
-) -> Tolerances:
-    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on."""
-    scale_down = scale_up = settings.tolerance
-    if behavior is not None and settings.configurable_tolerance_enabled:
-        if behavior.scale_down is not None and behavior.scale_down.tolerance is not None:
-            scale_down = behavior.scale_down.tolerance
-        if behavior.scale_up is not None and behavior.scale_up.tolerance is not None:
-            scale_up = behavior.scale_up.tolerance
-    return Tolerances(scale_down=scale_down, scale_up=scale_up)
-
-
-@dataclass(frozen=True, slots=True)
 class ResolvedRules:
     """Both directions of a behavior, fully defaulted, scale-down window filled from the flag."""
 

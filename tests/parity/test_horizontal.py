@@ -9,7 +9,8 @@ delay 10 s, downscale stabilization 5 min and ``scaleUpLimitFactor = 8``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,12 +29,54 @@ from hpa.core.behavior import (
     stabilize_recommendation_with_behaviors,
     store_scale_event,
 )
+from hpa.core.conditions import ConditionStatus, Event, HorizontalPodAutoscalerCondition
+from hpa.core.decision import (
+    CurrentScale,
+    Decision,
+    ExternalMetricObservation,
+    History,
+    HorizontalPodAutoscalerStatus,
+    MetricFetchError,
+    MetricObservation,
+    MetricStatus,
+    MetricValueStatus,
+    ObjectMetricObservation,
+    PodMetricsObservation,
+    ScaleFetchError,
+    SelectorCheck,
+    apply_rescale_result,
+    decide,
+)
+from hpa.core.quantity import parse_quantity
+from hpa.core.replicas import (
+    GO_ZERO_TIME,
+    ContainerInfo,
+    PodCondition,
+    PodInfo,
+    PodMetric,
+    PodPhase,
+)
 from hpa.core.spec import (
+    ContainerResourceMetricSource,
+    CrossVersionObjectReference,
+    ExternalMetricSource,
     HorizontalPodAutoscalerBehavior,
+    HorizontalPodAutoscalerSpec,
+    HorizontalSettings,
+    LabelSelector,
+    MetricIdentifier,
+    MetricSourceType,
+    MetricSpec,
+    MetricTarget,
+    MetricTargetType,
+    ObjectMetricSource,
+    PodsMetricSource,
+    ResourceMetricSource,
     ScalingPolicy,
     ScalingPolicySelect,
     ScalingPolicyType,
     ScalingRules,
+    default_behavior,
     generate_scale_down_rules,
     generate_scale_up_rules,
 )
@@ -994,3 +1037,1500 @@ def test_generate_rules_user_policies_replace_default_list() -> None:
     down = generate_scale_down_rules(ScalingRules(select_policy=ScalingPolicySelect.DISABLED))
     assert down.select_policy == ScalingPolicySelect.DISABLED
     assert down.policies == (ScalingPolicy(ScalingPolicyType.PERCENT, 100, 15),)
+
+
+# ============================================================== reconcile-level TestScale* cases
+#
+# The Go testCase struct, expressed as decide() inputs: the fake clients of prepareTestClient become
+# the pods and observations built below (two containers per pod, each with half of the reported
+# request and half of the reported CPU level; the metrics client sums containers; an empty list
+# from a metrics API is that client's "no metrics returned" error). The feature gate HPAScaleToZero
+# is off here, as in the Go test file, whose expectations predate KEP-2021's ScaledToZero
+# condition; the KEP-2021 variants live in tests/hpa/core/test_decision.py.
+
+
+HPA_KEY = "test-namespace/test-hpa"
+SELECTOR = "name=test-pod"
+TEST_SETTINGS = HorizontalSettings(
+    tolerance=0.1,
+    cpu_initialization_period_seconds=120,
+    initial_readiness_delay_seconds=10,
+    downscale_stabilization_seconds=300,
+    scale_up_limit_factor=TEST_SCALE_UP_LIMIT_FACTOR,
+    scale_up_limit_minimum=TEST_SCALE_UP_LIMIT_MINIMUM,
+    scale_to_zero_enabled=False,
+)
+HOT = "hot"  # hotCPUCreationTime(): now
+COOL = "cool"  # coolCPUCreationTime(): now - 3 min
+
+Cond = tuple[str, str, str]  # (type, status, reason), as the Go test compares them
+STATUS_OK: tuple[Cond, ...] = (
+    ("AbleToScale", "True", "SucceededRescale"),
+    ("ScalingActive", "True", "ValidMetricFound"),
+    ("ScalingLimited", "False", "DesiredWithinRange"),
+)
+
+
+def status_ok_with_overrides(*overrides: Cond) -> tuple[Cond, ...]:
+    """``statusOkWithOverrides``: setConditionInList of each override over statusOk."""
+    result = list(STATUS_OK)
+    for override in overrides:
+        for index, existing in enumerate(result):
+            if existing[0] == override[0]:
+                result[index] = override
+                break
+        else:
+            result.append(override)
+    return tuple(result)
+
+
+@dataclass(frozen=True)
+class HpaCase:
+    """``testCase`` of horizontal_test.go (the fields the decision can observe)."""
+
+    name: str
+    min_replicas: int
+    max_replicas: int
+    spec_replicas: int
+    status_replicas: int
+    expected_desired_replicas: int
+    cpu_target: int = 0
+    cpu_current: int | None = None
+    verify_cpu_current: bool = False
+    reported_levels: tuple[int, ...] = ()
+    reported_cpu_requests: tuple[str, ...] | None = None
+    reported_pod_readiness: tuple[bool, ...] | None = None
+    reported_pod_start_time: tuple[str, ...] | None = None
+    reported_pod_phase: tuple[PodPhase, ...] | None = None
+    reported_pod_deletion_timestamp: tuple[bool, ...] | None = None
+    metrics_target: tuple[MetricSpec, ...] = ()
+    scale_up_rules: ScalingRules | None = None
+    scale_down_rules: ScalingRules | None = None
+    expected_conditions: tuple[Cond, ...] | None = None
+    recommendations: tuple[TimestampedRecommendation, ...] | None = None
+    verify_events: bool = False
+    # fake-client overrides used by some tests
+    selector: str = SELECTOR
+    selector_check: SelectorCheck = field(default_factory=SelectorCheck)
+    metrics_error: str | None = None  # every metrics API fails with this
+    external_metrics_error: str | None = None
+    scale_fetch_error: str | None = None
+    scale_update_error: str | None = None
+    expect_error: bool = False
+
+
+def _milli(text: str) -> int:
+    return parse_quantity(text).milli_value()
+
+
+def _pods(case: HpaCase) -> list[PodInfo]:
+    specified = case.reported_cpu_requests is not None
+    count = len(case.reported_cpu_requests or ()) if specified else case.status_replicas
+    pods = []
+    for i in range(count):
+        ready = True if case.reported_pod_readiness is None else case.reported_pod_readiness[i]
+        start = GO_ZERO_TIME
+        if case.reported_pod_start_time is not None:
+            start = NOW if case.reported_pod_start_time[i] == HOT else NOW - timedelta(minutes=3)
+        phase = PodPhase.RUNNING if case.reported_pod_phase is None else case.reported_pod_phase[i]
+        deleted = (
+            case.reported_pod_deletion_timestamp is not None
+            and case.reported_pod_deletion_timestamp[i]
+        )
+        request = _milli(case.reported_cpu_requests[i]) if case.reported_cpu_requests else 1000
+        pods.append(
+            PodInfo(
+                name=f"test-pod-{i}",
+                phase=phase,
+                ready_condition=PodCondition(
+                    status=ConditionStatus.TRUE if ready else ConditionStatus.FALSE,
+                    last_transition_time=start,
+                ),
+                start_time=start,
+                deletion_timestamp=NOW if deleted else None,
+                containers=(
+                    ContainerInfo("container1", {"cpu": request // 2}),
+                    ContainerInfo("container2", {"cpu": request // 2}),
+                ),
+            )
+        )
+    return pods
+
+
+def _observation(case: HpaCase, metric: MetricSpec) -> MetricObservation | None:
+    levels = case.reported_levels
+    if metric.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+        if case.metrics_error is not None:
+            return MetricFetchError(case.metrics_error)
+        if not levels:
+            return MetricFetchError("no metrics returned from resource metrics API")
+        per_container = metric.type == MetricSourceType.CONTAINER_RESOURCE
+        return PodMetricsObservation(
+            {
+                f"test-pod-{i}": PodMetric(
+                    value_milli=cpu // 2 if per_container else 2 * (cpu // 2),
+                    timestamp=NOW,
+                    window_seconds=60,
+                )
+                for i, cpu in enumerate(levels)
+            },
+            timestamp=NOW,
+        )
+    if metric.type == MetricSourceType.PODS:
+        if case.metrics_error is not None:
+            return MetricFetchError(case.metrics_error)
+        if not levels:
+            return MetricFetchError("no metrics returned from custom metrics API")
+        return PodMetricsObservation(
+            {
+                f"test-pod-{i}": PodMetric(value_milli=level, timestamp=NOW, window_seconds=60)
+                for i, level in enumerate(levels)
+            },
+            timestamp=NOW,
+        )
+    if metric.type == MetricSourceType.OBJECT:
+        if case.metrics_error is not None:
+            return MetricFetchError(case.metrics_error)
+        return ObjectMetricObservation(levels[0], timestamp=NOW)
+    if metric.type == MetricSourceType.EXTERNAL:
+        error = case.external_metrics_error or case.metrics_error
+        if error is not None:
+            return MetricFetchError(error)
+        if not levels:
+            return MetricFetchError("no metrics returned from external metrics API")
+        return ExternalMetricObservation(tuple(levels), timestamp=NOW)
+    return None
+
+
+def _spec(case: HpaCase) -> HorizontalPodAutoscalerSpec:
+    metrics: list[MetricSpec] = []
+    if case.cpu_target > 0:
+        metrics.append(cpu_utilization(case.cpu_target))
+    metrics.extend(case.metrics_target)
+    if not metrics:
+        # "manually add in the defaulting logic": a cpu Resource metric without a target
+        metrics.append(
+            MetricSpec.for_resource(
+                ResourceMetricSource("cpu", MetricTarget(MetricTargetType.UTILIZATION))
+            )
+        )
+    behavior = None
+    if case.scale_up_rules is not None or case.scale_down_rules is not None:
+        behavior = default_behavior(
+            HorizontalPodAutoscalerBehavior(case.scale_up_rules, case.scale_down_rules)
+        )
+    return HorizontalPodAutoscalerSpec(
+        scale_target_ref=CrossVersionObjectReference("ReplicationController", "test-rc", "v1"),
+        min_replicas=case.min_replicas,
+        max_replicas=case.max_replicas,
+        metrics=tuple(metrics),
+        behavior=behavior,
+    )
+
+
+def run_case(case: HpaCase) -> Decision:
+    """One reconcile: decide, then the scale update the fake scale client answers."""
+    spec = _spec(case)
+    current: CurrentScale | ScaleFetchError
+    if case.scale_fetch_error is not None:
+        current = ScaleFetchError(case.scale_fetch_error)
+    else:
+        current = CurrentScale(case.spec_replicas, case.status_replicas, case.selector)
+    decision = decide(
+        spec,
+        current=current,
+        observations=[_observation(case, metric) for metric in spec.metrics],
+        pods=_pods(case),
+        history=History(recommendations=case.recommendations),
+        previous_status=HorizontalPodAutoscalerStatus(
+            current_replicas=case.spec_replicas, desired_replicas=case.spec_replicas
+        ),
+        now=NOW,
+        settings=TEST_SETTINGS,
+        selector_check=case.selector_check,
+        namespace="test-namespace",
+    )
+    if decision.rescale:
+        decision = apply_rescale_result(
+            decision,
+            succeeded=case.scale_update_error is None,
+            error=case.scale_update_error,
+            now=NOW,
+        )
+    return decision
+
+
+def cpu_utilization(target: int, *, container: str | None = None) -> MetricSpec:
+    metric_target = MetricTarget(MetricTargetType.UTILIZATION, average_utilization=target)
+    if container is not None:
+        return MetricSpec.for_container_resource(
+            ContainerResourceMetricSource("cpu", container, metric_target)
+        )
+    return MetricSpec.for_resource(ResourceMetricSource("cpu", metric_target))
+
+
+def qps_pods(average: str) -> MetricSpec:
+    return MetricSpec.for_pods(
+        PodsMetricSource(
+            MetricIdentifier("qps"),
+            MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value_milli=_milli(average)),
+        )
+    )
+
+
+DEPLOYMENT = CrossVersionObjectReference("Deployment", "some-deployment", "apps/v1")
+
+
+def qps_object(
+    *, value: str | None = None, average: str | None = None, selector: LabelSelector | None = None
+) -> MetricSpec:
+    if value is not None:
+        target = MetricTarget(MetricTargetType.VALUE, value_milli=_milli(value))
+    else:
+        assert average is not None
+        target = MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value_milli=_milli(average))
+    return MetricSpec.for_object(
+        ObjectMetricSource(DEPLOYMENT, MetricIdentifier("qps", selector), target)
+    )
+
+
+def qps_external(*, value_milli: int | None = None, average_milli: int | None = None) -> MetricSpec:
+    if value_milli is not None:
+        target = MetricTarget(MetricTargetType.VALUE, value_milli=value_milli)
+    else:
+        target = MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value_milli=average_milli)
+    return MetricSpec.for_external(
+        ExternalMetricSource(MetricIdentifier("qps", LabelSelector()), target)
+    )
+
+
+CHEDDAR = MetricSpec(type="CheddarCheese")
+ONE = "1.0"
+ABLE_READY = ("AbleToScale", "True", "ReadyForNewScale")
+EMPTY_RECS: tuple[TimestampedRecommendation, ...] = ()
+
+
+SCALE_CASES = [
+    HpaCase(
+        "TestScaleUp",
+        2,
+        6,
+        3,
+        3,
+        5,
+        cpu_target=30,
+        verify_cpu_current=True,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpContainer",
+        2,
+        6,
+        3,
+        3,
+        5,
+        metrics_target=(cpu_utilization(30, container="container1"),),
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpUnreadyLessScale",
+        2,
+        6,
+        3,
+        3,
+        4,
+        cpu_target=30,
+        cpu_current=60,
+        verify_cpu_current=True,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_readiness=(False, True, True),
+    ),
+    HpaCase(
+        "TestScaleUpHotCpuLessScale",
+        2,
+        6,
+        3,
+        3,
+        4,
+        cpu_target=30,
+        cpu_current=60,
+        verify_cpu_current=True,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_start_time=(HOT, COOL, COOL),
+    ),
+    HpaCase(
+        "TestScaleUpUnreadyNoScale",
+        2,
+        6,
+        3,
+        3,
+        3,
+        cpu_target=30,
+        cpu_current=40,
+        verify_cpu_current=True,
+        reported_levels=(400, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_readiness=(True, False, False),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestScaleUpHotCpuNoScale",
+        2,
+        6,
+        3,
+        3,
+        3,
+        cpu_target=30,
+        cpu_current=40,
+        verify_cpu_current=True,
+        reported_levels=(400, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_readiness=(True, False, False),
+        reported_pod_start_time=(COOL, HOT, HOT),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestScaleUpIgnoresFailedPods",
+        2,
+        6,
+        2,
+        2,
+        4,
+        cpu_target=30,
+        cpu_current=60,
+        verify_cpu_current=True,
+        reported_levels=(500, 700),
+        reported_cpu_requests=(ONE,) * 4,
+        reported_pod_readiness=(True, True, False, False),
+        reported_pod_phase=(PodPhase.RUNNING, PodPhase.RUNNING, PodPhase.FAILED, PodPhase.FAILED),
+    ),
+    HpaCase(
+        "TestScaleUpIgnoresDeletionPods",
+        2,
+        6,
+        2,
+        2,
+        4,
+        cpu_target=30,
+        cpu_current=60,
+        verify_cpu_current=True,
+        reported_levels=(500, 700),
+        reported_cpu_requests=(ONE,) * 4,
+        reported_pod_readiness=(True, True, False, False),
+        reported_pod_phase=(PodPhase.RUNNING,) * 4,
+        reported_pod_deletion_timestamp=(False, False, True, True),
+    ),
+    HpaCase(
+        "TestScaleUpDeployment",
+        2,
+        6,
+        3,
+        3,
+        5,
+        cpu_target=30,
+        verify_cpu_current=True,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpReplicaSet",
+        2,
+        6,
+        3,
+        3,
+        5,
+        cpu_target=30,
+        verify_cpu_current=True,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpCM",
+        2,
+        6,
+        3,
+        3,
+        4,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(20000, 10000, 30000),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpCMUnreadyAndHotCpuNoLessScale",
+        2,
+        6,
+        3,
+        3,
+        6,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(50000, 10000, 30000),
+        reported_pod_readiness=(True, True, False),
+        reported_pod_start_time=(COOL, COOL, HOT),
+        reported_cpu_requests=(ONE,) * 3,
+    ),
+    HpaCase(
+        "TestScaleUpCMUnreadyandCpuHot",
+        2,
+        6,
+        3,
+        3,
+        6,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(50000, 15000, 30000),
+        reported_pod_readiness=(False, True, False),
+        reported_pod_start_time=(HOT, COOL, HOT),
+        reported_cpu_requests=(ONE,) * 3,
+        expected_conditions=status_ok_with_overrides(
+            ("AbleToScale", "True", "SucceededRescale"),
+            ("ScalingLimited", "True", "TooManyReplicas"),
+        ),
+    ),
+    HpaCase(
+        "TestScaleUpHotCpuNoScaleWouldScaleDown",
+        2,
+        6,
+        3,
+        3,
+        6,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(50000, 15000, 30000),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_start_time=(HOT, COOL, HOT),
+        expected_conditions=status_ok_with_overrides(
+            ("AbleToScale", "True", "SucceededRescale"),
+            ("ScalingLimited", "True", "TooManyReplicas"),
+        ),
+    ),
+    HpaCase(
+        "TestScaleUpCMObject",
+        2,
+        6,
+        3,
+        3,
+        4,
+        metrics_target=(qps_object(value="15.0"),),
+        reported_levels=(20000,),
+    ),
+    HpaCase(
+        "TestScaleUpFromZeroCMObject",
+        0,
+        6,
+        0,
+        0,
+        2,
+        metrics_target=(qps_object(value="15.0"),),
+        reported_levels=(20000,),
+    ),
+    HpaCase(
+        "TestScaleUpFromZeroIgnoresToleranceCMObject",
+        0,
+        6,
+        0,
+        0,
+        1,
+        metrics_target=(qps_object(value="1.0"),),
+        reported_levels=(1000,),
+    ),
+    HpaCase(
+        "TestScaleUpPerPodCMObject",
+        2,
+        6,
+        3,
+        3,
+        4,
+        metrics_target=(qps_object(average="10.0"),),
+        reported_levels=(40000,),
+    ),
+    HpaCase(
+        "TestScaleUpCMExternal",
+        2,
+        6,
+        3,
+        3,
+        4,
+        metrics_target=(qps_external(value_milli=6666),),
+        reported_levels=(8600,),
+    ),
+    HpaCase(
+        "TestScaleUpPerPodCMExternal",
+        2,
+        6,
+        3,
+        3,
+        4,
+        metrics_target=(qps_external(average_milli=2222),),
+        reported_levels=(8600,),
+    ),
+    HpaCase(
+        "TestScaleDown",
+        2,
+        6,
+        5,
+        5,
+        3,
+        cpu_target=50,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownContainerResource",
+        2,
+        6,
+        5,
+        5,
+        3,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        metrics_target=(cpu_utilization(50, container="container2"),),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownWithScalingRules",
+        2,
+        6,
+        5,
+        5,
+        3,
+        scale_up_rules=gsr(0, 0, 100, 15, 30),
+        cpu_target=50,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleUpOneMetricInvalid",
+        2,
+        6,
+        3,
+        3,
+        4,
+        cpu_target=30,
+        verify_cpu_current=True,
+        metrics_target=(CHEDDAR,),
+        reported_levels=(300, 400, 500),
+        reported_cpu_requests=(ONE,) * 3,
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestScaleUpFromZeroOneMetricInvalid",
+        0,
+        6,
+        0,
+        0,
+        4,
+        cpu_target=30,
+        verify_cpu_current=True,
+        metrics_target=(CHEDDAR,),
+        reported_levels=(300, 400, 500),
+        reported_cpu_requests=(ONE,) * 3,
+        recommendations=EMPTY_RECS,
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestScaleUpBothMetricsEmpty",
+        2,
+        6,
+        3,
+        3,
+        3,
+        metrics_target=(CHEDDAR,),
+        reported_levels=(),
+        reported_cpu_requests=(ONE,) * 3,
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "InvalidMetricSourceType"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestScaleDownStabilizeInitialSize",
+        2,
+        6,
+        5,
+        5,
+        5,
+        cpu_target=50,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=None,
+        expected_conditions=status_ok_with_overrides(
+            ABLE_READY, ("AbleToScale", "True", "ScaleDownStabilized")
+        ),
+    ),
+    HpaCase(
+        "TestScaleDownCM",
+        2,
+        6,
+        5,
+        5,
+        3,
+        metrics_target=(qps_pods("20.0"),),
+        reported_levels=(12000,) * 5,
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownCMObject",
+        2,
+        6,
+        5,
+        5,
+        3,
+        metrics_target=(qps_object(value="20.0"),),
+        reported_levels=(12000,),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownToZeroCMObject",
+        0,
+        6,
+        5,
+        5,
+        0,
+        metrics_target=(qps_object(value="20.0"),),
+        reported_levels=(0,),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownPerPodCMObject",
+        2,
+        6,
+        5,
+        5,
+        3,
+        metrics_target=(qps_object(average="20.0"),),
+        reported_levels=(60000,),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownCMExternal",
+        2,
+        6,
+        5,
+        5,
+        3,
+        metrics_target=(qps_external(value_milli=14400),),
+        reported_levels=(8600,),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownToZeroCMExternal",
+        0,
+        6,
+        5,
+        5,
+        0,
+        metrics_target=(qps_external(value_milli=14400),),
+        reported_levels=(0,),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownPerPodCMExternal",
+        2,
+        6,
+        5,
+        5,
+        3,
+        metrics_target=(qps_external(average_milli=3000),),
+        reported_levels=(8600,),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownIncludeUnreadyPods",
+        2,
+        6,
+        5,
+        5,
+        2,
+        cpu_target=50,
+        cpu_current=30,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        reported_pod_readiness=(True, True, True, False, False),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownIgnoreHotCpuPods",
+        2,
+        6,
+        5,
+        5,
+        2,
+        cpu_target=50,
+        cpu_current=30,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        reported_pod_start_time=(COOL, COOL, COOL, HOT, HOT),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownIgnoresFailedPods",
+        2,
+        6,
+        5,
+        5,
+        3,
+        cpu_target=50,
+        cpu_current=28,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 7,
+        reported_pod_readiness=(True,) * 5 + (False, False),
+        reported_pod_phase=(PodPhase.RUNNING,) * 5 + (PodPhase.FAILED, PodPhase.FAILED),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestScaleDownIgnoresDeletionPods",
+        2,
+        6,
+        5,
+        5,
+        3,
+        cpu_target=50,
+        cpu_current=28,
+        verify_cpu_current=True,
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 7,
+        reported_pod_readiness=(True,) * 5 + (False, False),
+        reported_pod_phase=(PodPhase.RUNNING,) * 7,
+        reported_pod_deletion_timestamp=(False,) * 5 + (True, True),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestTolerance",
+        1,
+        5,
+        3,
+        3,
+        3,
+        cpu_target=100,
+        reported_levels=(1010, 1030, 1020),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestToleranceCM",
+        1,
+        5,
+        3,
+        3,
+        3,
+        metrics_target=(qps_pods("20.0"),),
+        reported_levels=(20000, 20001, 21000),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestToleranceCMObject",
+        1,
+        5,
+        3,
+        3,
+        3,
+        metrics_target=(qps_object(value="20.0"),),
+        reported_levels=(20050,),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestToleranceCMExternal",
+        2,
+        6,
+        4,
+        4,
+        4,
+        metrics_target=(qps_external(value_milli=8666),),
+        reported_levels=(8600,),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestTolerancePerPodCMObject",
+        2,
+        6,
+        4,
+        4,
+        4,
+        metrics_target=(qps_object(average="2200m", selector=LabelSelector()),),
+        reported_levels=(8600,),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestTolerancePerPodCMExternal",
+        2,
+        6,
+        4,
+        4,
+        4,
+        metrics_target=(qps_external(average_milli=2200),),
+        reported_levels=(8600,),
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestMinReplicas",
+        2,
+        5,
+        3,
+        3,
+        2,
+        cpu_target=90,
+        reported_levels=(10, 95, 10),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        recommendations=EMPTY_RECS,
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "TooFewReplicas")),
+    ),
+    HpaCase(
+        "TestZeroMinReplicasDesiredZero",
+        0,
+        5,
+        3,
+        3,
+        0,
+        cpu_target=90,
+        reported_levels=(0, 0, 0),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        recommendations=EMPTY_RECS,
+        expected_conditions=status_ok_with_overrides(
+            ("ScalingLimited", "False", "DesiredWithinRange")
+        ),
+    ),
+    HpaCase(
+        "TestMinReplicasDesiredZero",
+        2,
+        5,
+        3,
+        3,
+        2,
+        cpu_target=90,
+        reported_levels=(0, 0, 0),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        recommendations=EMPTY_RECS,
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "TooFewReplicas")),
+    ),
+    HpaCase(
+        "TestZeroReplicas",
+        3,
+        5,
+        0,
+        0,
+        0,
+        cpu_target=90,
+        reported_levels=(),
+        reported_cpu_requests=(),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "ScalingDisabled"),
+        ),
+    ),
+    HpaCase(
+        "TestTooFewReplicas",
+        3,
+        5,
+        2,
+        2,
+        3,
+        cpu_target=90,
+        reported_levels=(),
+        reported_cpu_requests=(),
+        expected_conditions=(("AbleToScale", "True", "SucceededRescale"),),
+    ),
+    HpaCase(
+        "TestTooManyReplicas",
+        3,
+        5,
+        10,
+        10,
+        5,
+        cpu_target=90,
+        reported_levels=(),
+        reported_cpu_requests=(),
+        expected_conditions=(("AbleToScale", "True", "SucceededRescale"),),
+    ),
+    HpaCase(
+        "TestMaxReplicas",
+        2,
+        5,
+        3,
+        3,
+        5,
+        cpu_target=90,
+        reported_levels=(8000, 9500, 1000),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "TooManyReplicas")),
+    ),
+    HpaCase(
+        "TestSuperfluousMetrics",
+        2,
+        6,
+        4,
+        4,
+        6,
+        cpu_target=100,
+        reported_levels=(4000, 9500, 3000, 7000, 3200, 2000),
+        reported_cpu_requests=(ONE,) * 4,
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "TooManyReplicas")),
+    ),
+    HpaCase(
+        "TestMissingMetrics",
+        2,
+        6,
+        4,
+        4,
+        3,
+        cpu_target=100,
+        reported_levels=(400, 95),
+        reported_cpu_requests=(ONE,) * 4,
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestEmptyMetrics",
+        2,
+        6,
+        4,
+        4,
+        4,
+        cpu_target=100,
+        reported_levels=(),
+        reported_cpu_requests=(ONE,) * 4,
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "FailedGetResourceMetric"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestEmptyCPURequest",
+        1,
+        5,
+        1,
+        1,
+        1,
+        cpu_target=100,
+        reported_levels=(200,),
+        reported_cpu_requests=(),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "FailedGetResourceMetric"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestEventCreated",
+        1,
+        5,
+        1,
+        1,
+        2,
+        cpu_target=50,
+        reported_levels=(200,),
+        reported_cpu_requests=("0.2",),
+        verify_events=True,
+    ),
+    HpaCase(
+        "TestEventNotCreated",
+        1,
+        5,
+        2,
+        2,
+        2,
+        cpu_target=50,
+        reported_levels=(200, 200),
+        reported_cpu_requests=("0.4", "0.4"),
+        verify_events=True,
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestMissingReports",
+        1,
+        5,
+        4,
+        4,
+        2,
+        cpu_target=50,
+        reported_levels=(200,),
+        reported_cpu_requests=("0.2",),
+        recommendations=EMPTY_RECS,
+    ),
+    HpaCase(
+        "TestUpscaleCap",
+        1,
+        100,
+        3,
+        3,
+        24,
+        scale_up_rules=gsr(0, 0, 700, 60, 0),
+        cpu_target=10,
+        reported_levels=(100, 200, 300),
+        reported_cpu_requests=("0.1",) * 3,
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "ScaleUpLimit")),
+    ),
+    HpaCase(
+        "TestUpscaleCapGreaterThanMaxReplicas",
+        1,
+        20,
+        3,
+        3,
+        20,
+        scale_up_rules=gsr(0, 0, 700, 60, 0),
+        cpu_target=10,
+        reported_levels=(100, 200, 300),
+        reported_cpu_requests=("0.1",) * 3,
+        expected_conditions=status_ok_with_overrides(("ScalingLimited", "True", "TooManyReplicas")),
+    ),
+    HpaCase(
+        "TestMoreReplicasThanSpecNoScale",
+        1,
+        8,
+        4,
+        5,
+        4,
+        cpu_target=50,
+        reported_levels=(500,) * 5,
+        reported_cpu_requests=("1",) * 5,
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    ),
+    HpaCase(
+        "TestConditionInvalidSelectorMissing",
+        1,
+        100,
+        3,
+        3,
+        3,
+        cpu_target=10,
+        reported_levels=(100, 200, 300),
+        reported_cpu_requests=("0.1",) * 3,
+        selector="",
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "InvalidSelector"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestConditionInvalidSelectorUnparsable",
+        1,
+        100,
+        3,
+        3,
+        3,
+        cpu_target=10,
+        reported_levels=(100, 200, 300),
+        reported_cpu_requests=("0.1",) * 3,
+        selector="cheddar cheese",
+        selector_check=SelectorCheck(
+            parse_error="unable to parse requirement: found 'cheese', expected: ',' or "
+            "'end of string'"
+        ),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "InvalidSelector"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestConditionNoAmbiguousSelectorWhenNoSelectorOverlapBetweenHPAs",
+        2,
+        6,
+        3,
+        3,
+        5,
+        cpu_target=30,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        selector_check=SelectorCheck(selecting_hpas=(HPA_KEY,)),
+    ),
+    HpaCase(
+        "TestConditionAmbiguousSelectorWhenFullSelectorOverlapBetweenHPAs",
+        2,
+        6,
+        3,
+        3,
+        3,
+        cpu_target=30,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        selector_check=SelectorCheck(selecting_hpas=(HPA_KEY, "test-namespace/test-hpa-2")),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "AmbiguousSelector"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestConditionAmbiguousSelectorWhenPartialSelectorOverlapBetweenHPAs",
+        2,
+        6,
+        3,
+        3,
+        3,
+        cpu_target=30,
+        reported_levels=(300, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        selector_check=SelectorCheck(selecting_hpas=(HPA_KEY, "test-namespace/test-hpa-2")),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "AmbiguousSelector"),
+        ),
+        expect_error=True,
+    ),
+    *[
+        HpaCase(
+            f"TestConditionFailedGetMetrics/{reason}",
+            1,
+            100,
+            3,
+            3,
+            3,
+            cpu_target=10 if specs == () else 0,
+            metrics_target=specs,
+            reported_levels=(100, 200, 300),
+            reported_cpu_requests=("0.1",) * 3,
+            metrics_error="something went wrong",
+            expected_conditions=(
+                ("AbleToScale", "True", "SucceededGetScale"),
+                ("ScalingActive", "False", reason),
+            ),
+            expect_error=True,
+        )
+        for reason, specs in (
+            ("FailedGetResourceMetric", ()),
+            ("FailedGetPodsMetric", (qps_pods("15.0"),)),
+            ("FailedGetObjectMetric", (qps_object(value="15.0"),)),
+            ("FailedGetExternalMetric", (qps_external(value_milli=300),)),
+        )
+    ],
+    HpaCase(
+        "TestConditionInvalidSourceType",
+        2,
+        6,
+        3,
+        3,
+        3,
+        metrics_target=(CHEDDAR,),
+        reported_levels=(20000,),
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "InvalidMetricSourceType"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestConditionFailedGetScale",
+        1,
+        100,
+        3,
+        3,
+        3,
+        cpu_target=10,
+        reported_levels=(100, 200, 300),
+        reported_cpu_requests=("0.1",) * 3,
+        scale_fetch_error="something went wrong",
+        expected_conditions=(("AbleToScale", "False", "FailedGetScale"),),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestConditionFailedUpdateScale",
+        1,
+        5,
+        3,
+        3,
+        3,
+        cpu_target=100,
+        reported_levels=(150, 150, 150),
+        reported_cpu_requests=("0.1",) * 3,
+        scale_update_error="something went wrong",
+        expected_conditions=status_ok_with_overrides(("AbleToScale", "False", "FailedUpdateScale")),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestNoBackoffUpscaleCM",
+        1,
+        5,
+        3,
+        3,
+        4,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(20000, 10000, 30000),
+        reported_cpu_requests=(ONE,) * 3,
+        expected_conditions=status_ok_with_overrides(
+            ABLE_READY,
+            ("AbleToScale", "True", "SucceededRescale"),
+            ("ScalingLimited", "False", "DesiredWithinRange"),
+        ),
+    ),
+    HpaCase(
+        "TestNoBackoffUpscaleCMNoBackoffCpu",
+        1,
+        5,
+        3,
+        3,
+        5,
+        cpu_target=10,
+        metrics_target=(qps_pods("15.0"),),
+        reported_levels=(20000, 10000, 30000),
+        reported_cpu_requests=(ONE,) * 3,
+        expected_conditions=status_ok_with_overrides(
+            ABLE_READY,
+            ("AbleToScale", "True", "SucceededRescale"),
+            ("ScalingLimited", "True", "TooManyReplicas"),
+        ),
+    ),
+    HpaCase(
+        "TestStabilizeDownscale",
+        1,
+        5,
+        4,
+        4,
+        4,
+        cpu_target=100,
+        reported_levels=(50, 50, 50),
+        reported_cpu_requests=("0.1",) * 3,
+        recommendations=(rec(10, ago(minutes=10)), rec(4, ago(minutes=1))),
+        expected_conditions=status_ok_with_overrides(
+            ABLE_READY, ("AbleToScale", "True", "ScaleDownStabilized")
+        ),
+    ),
+    HpaCase(
+        "TestScaleUpRCImmediately",
+        2,
+        6,
+        1,
+        1,
+        2,
+        reported_levels=(0, 0, 0, 0),
+        reported_cpu_requests=(ONE,) * 4,
+        expected_conditions=(("AbleToScale", "True", "SucceededRescale"),),
+    ),
+    HpaCase(
+        "TestScaleDownRCImmediately",
+        2,
+        5,
+        6,
+        6,
+        5,
+        cpu_target=50,
+        reported_levels=(8000, 9500, 1000),
+        reported_cpu_requests=("0.9", "1.0", "1.1"),
+        expected_conditions=(("AbleToScale", "True", "SucceededRescale"),),
+    ),
+    HpaCase(
+        "TestScaleUpOneMetricEmpty",
+        2,
+        6,
+        3,
+        3,
+        4,
+        cpu_target=30,
+        verify_cpu_current=True,
+        metrics_target=(qps_external(value_milli=100),),
+        reported_levels=(300, 400, 500),
+        reported_cpu_requests=(ONE,) * 3,
+        external_metrics_error="something went wrong",
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestNoScaleDownOneMetricInvalid",
+        2,
+        6,
+        5,
+        5,
+        5,
+        cpu_target=50,
+        metrics_target=(CHEDDAR,),
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "InvalidMetricSourceType"),
+        ),
+        expect_error=True,
+    ),
+    HpaCase(
+        "TestNoScaleDownOneMetricEmpty",
+        2,
+        6,
+        5,
+        5,
+        5,
+        cpu_target=50,
+        metrics_target=(qps_external(value_milli=1000),),
+        reported_levels=(100, 300, 500, 250, 250),
+        reported_cpu_requests=(ONE,) * 5,
+        recommendations=EMPTY_RECS,
+        external_metrics_error="something went wrong",
+        expected_conditions=(
+            ("AbleToScale", "True", "SucceededGetScale"),
+            ("ScalingActive", "False", "FailedGetExternalMetric"),
+        ),
+        expect_error=True,
+    ),
+]
+
+
+def _computed_tolerance_cases() -> list[HpaCase]:
+    """TestComputedToleranceAlgImplementation: tc1 just breaches the tolerance, tc2 does not."""
+    start_pods = 10
+    total_used = start_pods * 150
+    total_requested = 2 * total_used
+    requested_to_used = float(total_requested // total_used)
+    per_pod_requested = total_requested // start_pods
+    requests = tuple(
+        f"{per_pod_requested + delta}m" for delta in (100, -100, 10, -10, 2, -2, 1, -1, 0, 0)
+    )
+    levels = (total_used // 10,) * 10
+    target = abs(1 / (requested_to_used * (1 - 0.1))) + 0.01
+    final_cpu_percent_target = int(target * 100)
+    resources_used_ratio = float(total_used) / (float(total_requested) * target)
+    final_pods = math.ceil(resources_used_ratio * float(start_pods))
+    tc1 = HpaCase(
+        "TestComputedToleranceAlgImplementation/tc1",
+        0,
+        1000,
+        start_pods,
+        start_pods,
+        final_pods,
+        cpu_target=final_cpu_percent_target,
+        reported_levels=levels,
+        reported_cpu_requests=requests,
+        recommendations=EMPTY_RECS,
+    )
+    target = abs(1 / (requested_to_used * (1 - 0.1))) + 0.004
+    tc2 = HpaCase(
+        "TestComputedToleranceAlgImplementation/tc2",
+        0,
+        1000,
+        start_pods,
+        start_pods,
+        start_pods,
+        cpu_target=int(target * 100),
+        reported_levels=levels,
+        reported_cpu_requests=requests,
+        recommendations=EMPTY_RECS,
+        expected_conditions=status_ok_with_overrides(ABLE_READY),
+    )
+    return [tc1, tc2]
+
+
+ALL_SCALE_CASES = SCALE_CASES + _computed_tolerance_cases()
+
+
+@pytest.mark.parametrize("case", ALL_SCALE_CASES, ids=lambda c: c.name)
+def test_reconcile(case: HpaCase) -> None:
+    """The reconcile-level TestScale*/TestCondition*/... cases of horizontal_test.go."""
+    decision = run_case(case)
+    assert decision.status.desired_replicas == case.expected_desired_replicas
+    scaled = case.spec_replicas != case.expected_desired_replicas
+    if case.scale_update_error is None:
+        # "the scale should only be updated if we expected a change in replicas"
+        assert decision.rescale == scaled
+    expected = case.expected_conditions if case.expected_conditions is not None else STATUS_OK
+    actual = tuple((c.type, str(c.status), c.reason) for c in decision.status.conditions)
+    assert actual == expected
+    if case.verify_cpu_current:
+        cpu_current = case.cpu_current
+        if cpu_current is None:
+            levels = sum(case.reported_levels)
+            requested = sum(_milli(r) for r in case.reported_cpu_requests or ())
+            cpu_current = 100 * levels // requested
+        utilization = next(
+            m.current.average_utilization
+            for m in decision.status.current_metrics or ()
+            if m.type == "Resource" and m.name == "cpu"
+        )
+        assert utilization == cpu_current
+    assert (decision.error is not None) == case.expect_error
+    if case.verify_events:
+        rescale_events = [e for e in decision.events if e.reason == "SuccessfulRescale"]
+        if scaled:
+            assert rescale_events == [
+                Event(
+                    "Normal",
+                    "SuccessfulRescale",
+                    f"New size: {case.expected_desired_replicas}; reason: cpu resource "
+                    "utilization (percentage of request) above target",
+                )
+            ]
+        else:
+            assert decision.events == ()
+
+
+def test_avoid_unnecessary_updates() -> None:
+    """TestAvoidUnnecessaryUpdates: an unchanged reconcile yields the stored status unchanged."""
+    last_scale_time = NOW - timedelta(hours=1)
+    case = HpaCase(
+        "TestAvoidUnnecessaryUpdates",
+        2,
+        6,
+        2,
+        2,
+        2,
+        cpu_target=80,
+        cpu_current=40,
+        reported_levels=(400, 500, 700),
+        reported_cpu_requests=(ONE,) * 3,
+        reported_pod_start_time=(COOL, HOT, HOT),
+        recommendations=EMPTY_RECS,
+    )
+    previous = HorizontalPodAutoscalerStatus(
+        current_replicas=2,
+        desired_replicas=2,
+        last_scale_time=last_scale_time,
+        current_metrics=(
+            MetricStatus(
+                type="Resource",
+                name="cpu",
+                current=MetricValueStatus(average_value_milli=400, average_utilization=40),
+            ),
+        ),
+        conditions=(
+            HorizontalPodAutoscalerCondition(
+                "AbleToScale",
+                ConditionStatus.TRUE,
+                "ReadyForNewScale",
+                "recommended size matches current size",
+                last_scale_time,
+            ),
+            HorizontalPodAutoscalerCondition(
+                "ScalingActive",
+                ConditionStatus.TRUE,
+                "ValidMetricFound",
+                "the HPA was able to successfully calculate a replica count from cpu resource "
+                "utilization (percentage of request)",
+                last_scale_time,
+            ),
+            HorizontalPodAutoscalerCondition(
+                "ScalingLimited",
+                ConditionStatus.TRUE,
+                "TooFewReplicas",
+                "the desired replica count is less than the minimum replica count",
+                last_scale_time,
+            ),
+        ),
+    )
+    spec = _spec(case)
+    decision = decide(
+        spec,
+        current=CurrentScale(2, 2, SELECTOR),
+        observations=[_observation(case, m) for m in spec.metrics],
+        pods=_pods(case),
+        history=History(recommendations=EMPTY_RECS),
+        previous_status=previous,
+        now=NOW,
+        settings=TEST_SETTINGS,
+        namespace="test-namespace",
+    )
+    assert not decision.rescale
+    assert decision.status == previous  # updateStatusIfNeeded writes nothing

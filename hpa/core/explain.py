@@ -1,0 +1,69 @@
+"""The structured explanation of one HPA decision, printable as text.
+
+Upstream has no counterpart: kube-controller-manager logs a few ``klog.V(4)`` lines and sets
+conditions. ``hpa explain``, ``--dry-run`` and the simulator print this trace instead, so it records
+every input and every step that moved the number: each metric's proposal with its inputs and the
+pods set aside (and why), the tolerance that was applied, the stabilization window and the
+recommendations it saw, the scaling policy limits, and the min/max bounds.
+
+Deliberate deviations: none (this module adds information; it changes no result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    """Where in the reconcile a trace entry comes from, in the order the controller runs."""
+
+    SCALE = "scale"
+    SELECTOR = "selector"
+    METRIC = "metric"
+    PROPOSAL = "proposal"
+    STABILIZATION = "stabilization"
+    POLICY = "policy"
+    BOUNDS = "bounds"
+    SCALE_TO_ZERO = "scale-to-zero"
+    DECISION = "decision"
+    RESCALE = "rescale"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One step: a one-line summary and ordered ``(key, value)`` details."""
+
+    stage: Stage
+    summary: str
+    details: tuple[tuple[str, str], ...] = ()
+
+    def render(self) -> str:
+        lines = [f"[{self.stage}] {self.summary}"]
+        lines.extend(f"    {key}: {value}" for key, value in self.details)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """The ordered trace of one decision (and of the rescale result, once applied)."""
+
+    entries: tuple[TraceEntry, ...] = ()
+
+    def with_entry(self, entry: TraceEntry) -> Explanation:
+        return Explanation((*self.entries, entry))
+
+    def render(self) -> str:
+        """Plain text, one block per entry, for terminals and logs."""
+        return "\n".join(entry.render() for entry in self.entries)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def format_names(names: frozenset[str] | tuple[str, ...], *, limit: int = 10) -> str:
+    """A sorted, bounded list of pod names for a trace detail."""
+    ordered = sorted(names)
+    if len(ordered) <= limit:
+        return ", ".join(ordered) if ordered else "-"
+    return ", ".join(ordered[:limit]) + f", ... ({len(ordered) - limit} more)"
