@@ -18,7 +18,10 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 class FakeClock:
     """Fake ``Clock``: starts at ``start_seconds`` (monotonic) and ``EPOCH`` + that (wall)."""
 
-    def __init__(self, start_seconds: float = 1000.0) -> None:
+    def __init__(self, start_seconds: float = 1000.0, *, auto_advance: bool = False) -> None:
+        """With ``auto_advance`` every ``sleep`` moves time forward at once and returns: for
+        tests that only check how long the code under test chose to wait."""
+        self.auto_advance = auto_advance
         self._now_seconds = start_seconds
         self._start_seconds = start_seconds
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
@@ -33,6 +36,10 @@ class FakeClock:
 
     async def sleep(self, seconds: float) -> None:
         self.sleep_calls.append(seconds)
+        if self.auto_advance:
+            self._now_seconds += max(0.0, seconds)
+            await asyncio.sleep(0)
+            return
         if seconds <= 0:
             await asyncio.sleep(0)
             return

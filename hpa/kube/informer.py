@@ -1,0 +1,355 @@
+"""Informers: list + watch into an indexed store of slim records, with event handlers.
+
+Upstream counterparts: client-go ``tools/cache`` — ``reflector.go`` (``ListAndWatch``: paginated
+list with ``limit``/``continue``, watch from the list's resourceVersion with
+``allowWatchBookmarks=true``, relist when the watch answers 410 Gone / "too old resource version",
+reconnect with backoff 800 ms .. 30 s, watch timeout random in [5, 10) minutes),
+``store.go``/``thread_safe_store.go`` with ``Indexers`` (we index by namespace and by label), and
+``shared_informer.go`` (``AddEventHandler``, ``HasSynced``).
+
+Deliberate deviations:
+- records are produced by a per-kind parse function from orjson dicts (see ``hpa.kube.records``);
+  an object that fails to parse is logged and skipped, never crashing the informer.
+- every (re)list is a consistent read (no ``resourceVersion=0``), and a relist fires ``on_update``
+  only for objects whose resourceVersion changed (upstream replays every object as an update);
+  the work queue's periodic resync covers the rest.
+- there is no DeltaFIFO: events are applied to the store and handlers are called inline, in
+  order, in the informer's task. Handlers must be quick and must not block (enqueue a key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import structlog
+
+from hpa.kube.client import (
+    ApiError,
+    ApiStatus,
+    GoneError,
+    KubeClient,
+    TransportError,
+    error_for_status,
+)
+from hpa.kube.clock import Clock
+from hpa.kube.records import Record, object_key
+from hpa.kube.selector import Selector
+
+log = structlog.get_logger("hpa.kube.informer")
+
+R = TypeVar("R", bound=Record)
+Parse = Callable[[Mapping[str, Any]], R]
+
+
+class Store(Generic[R]):
+    """Records by ``namespace/name``, indexed by namespace and by ``label=value``."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, R] = {}
+        self._by_namespace: dict[str, set[str]] = {}
+        self._by_label: dict[tuple[str, str], set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(list(self._items.values()))
+
+    def list_keys(self) -> list[str]:
+        return list(self._items)
+
+    def get(self, key: str) -> R | None:
+        return self._items.get(key)
+
+    def get_by_name(self, namespace: str, name: str) -> R | None:
+        return self._items.get(object_key(namespace, name))
+
+    def list_namespace(self, namespace: str) -> list[R]:
+        return [self._items[key] for key in sorted(self._by_namespace.get(namespace, ()))]
+
+    def select(self, namespace: str | None, selector: Selector) -> list[R]:
+        """Records in ``namespace`` (all when ``None``) whose labels match ``selector``."""
+        if selector.matches_nothing:
+            return []
+        candidates: set[str] | None = None
+        if namespace is not None:
+            candidates = set(self._by_namespace.get(namespace, ()))
+        for label, value in selector.equality_terms().items():
+            indexed = self._by_label.get((label, value), set())
+            candidates = set(indexed) if candidates is None else candidates & indexed
+        if candidates is None:
+            candidates = set(self._items)
+        return [
+            self._items[key]
+            for key in sorted(candidates)
+            if selector.matches(self._items[key].labels)
+        ]
+
+    def put(self, key: str, record: R) -> R | None:
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = record
+        self._by_namespace.setdefault(record.namespace, set()).add(key)
+        for label in record.labels.items():
+            self._by_label.setdefault(label, set()).add(key)
+        return old
+
+    def delete(self, key: str) -> R | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _unindex(self, key: str, record: R) -> None:
+        _discard(self._by_namespace, record.namespace, key)
+        for label in record.labels.items():
+            _discard(self._by_label, label, key)
+
+
+def _discard(index: dict[Any, set[str]], entry: Any, key: str) -> None:
+    keys = index.get(entry)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[entry]
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandler(Generic[R]):
+    """``cache.ResourceEventHandlerFuncs``: quick, non-blocking callbacks (enqueue a key)."""
+
+    on_add: Callable[[R], None] | None = None
+    on_update: Callable[[R, R], None] | None = None
+    on_delete: Callable[[R], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InformerSettings:
+    """- ``page_size`` (default 500): ``limit`` of each list page.
+    - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff.
+    - ``min_watch_timeout_seconds`` (300): each watch asks the server to end it after a random
+      time in ``[min, 2*min)``, like the reflector.
+    """
+
+    page_size: int = 500
+    initial_backoff_seconds: float = 0.8
+    max_backoff_seconds: float = 30.0
+    min_watch_timeout_seconds: int = 300
+
+
+class Informer(Generic[R]):
+    """Keeps ``store`` in step with one collection (``path``) through list + watch."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        *,
+        parse: Parse[R],
+        clock: Clock,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        settings: InformerSettings | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.path = path
+        self.store: Store[R] = Store()
+        self._client = client
+        self._parse = parse
+        self._clock = clock
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._settings = settings or InformerSettings()
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._handlers: list[EventHandler[R]] = []
+        self._synced = asyncio.Event()
+        self._failures = 0
+        self.resource_version = ""
+        self.list_count = 0
+        self.bookmark_count = 0
+        self._log = log.bind(path=path)
+
+    def add_handler(self, handler: EventHandler[R]) -> None:
+        """Register callbacks; records already in the store are replayed as adds."""
+        self._handlers.append(handler)
+        if handler.on_add is not None:
+            for record in self.store:
+                self._call(handler.on_add, record)
+
+    def has_synced(self) -> bool:
+        """True once the first list has been applied to the store."""
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    def _params(self) -> dict[str, str]:
+        params: dict[str, str] = {}
+        if self._label_selector:
+            params["labelSelector"] = self._label_selector
+        if self._field_selector:
+            params["fieldSelector"] = self._field_selector
+        return params
+
+    async def run(self) -> None:
+        """List, then watch; relist on 410; reconnect with backoff on failures. Runs forever."""
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list_and_replace()
+                    need_list = False
+                await self._watch()
+            except GoneError as error:
+                self._log.info("informer_relist", reason=error.reason, message=error.status.message)
+                need_list = True
+            except (ApiError, TransportError) as error:
+                delay = self._backoff_seconds()
+                self._log.warning(
+                    "informer_retry",
+                    error=str(error),
+                    relist=need_list,
+                    delay_seconds=round(delay, 3),
+                )
+                await self._clock.sleep(delay)
+
+    def _backoff_seconds(self) -> float:
+        settings = self._settings
+        delay = min(
+            settings.max_backoff_seconds,
+            settings.initial_backoff_seconds * 2.0 ** min(self._failures, 32),
+        )
+        self._failures += 1
+        return delay * (1.0 + self._rng.random())
+
+    async def list_items(self) -> tuple[list[Mapping[str, Any]], str]:
+        """All items of the collection, page by page; a 410 on ``continue`` restarts once."""
+        for _ in range(2):
+            items: list[Mapping[str, Any]] = []
+            params = self._params()
+            params["limit"] = str(self._settings.page_size)
+            try:
+                while True:
+                    page = await self._client.list(self.path, params=params)
+                    items.extend(page.get("items") or ())
+                    metadata = page.get("metadata") or {}
+                    token = metadata.get("continue")
+                    if not token:
+                        return items, str(metadata.get("resourceVersion", ""))
+                    params["continue"] = str(token)
+            except GoneError:
+                if "continue" not in params:
+                    raise
+                self._log.info("informer_continue_expired")
+        raise GoneError(ApiStatus(code=410, reason="Expired", message="list continue expired"))
+
+    async def _list_and_replace(self) -> None:
+        items, resource_version = await self.list_items()
+        fresh: dict[str, R] = {}
+        for item in items:
+            record = self._parse_item(item)
+            if record is not None:
+                fresh[object_key(record.namespace, record.name)] = record
+        for key in [key for key in self.store.list_keys() if key not in fresh]:
+            old = self.store.delete(key)
+            if old is not None:
+                self._dispatch_delete(old)
+        for key, record in fresh.items():
+            old = self.store.put(key, record)
+            if old is None:
+                self._dispatch_add(record)
+            elif old.resource_version != record.resource_version:
+                self._dispatch_update(old, record)
+        self.resource_version = resource_version
+        self.list_count += 1
+        self._failures = 0
+        self._synced.set()
+        self._log.debug("informer_listed", count=len(fresh), resource_version=resource_version)
+
+    async def _watch(self) -> None:
+        params = self._params()
+        params["resourceVersion"] = self.resource_version
+        params["allowWatchBookmarks"] = "true"
+        minimum = self._settings.min_watch_timeout_seconds
+        timeout_seconds = int(minimum * (1.0 + self._rng.random()))
+        async for event in self._client.watch(
+            self.path, params=params, timeout_seconds=timeout_seconds
+        ):
+            self._failures = 0
+            self._apply(event)
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            raise error_for_status(ApiStatus.from_json(obj, code=int(obj.get("code") or 500)))
+        resource_version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if kind == "BOOKMARK":
+            self.resource_version = resource_version or self.resource_version
+            self.bookmark_count += 1
+            return
+        record = self._parse_item(obj)
+        if resource_version:
+            self.resource_version = resource_version
+        if record is None:
+            return
+        key = object_key(record.namespace, record.name)
+        if kind in ("ADDED", "MODIFIED"):
+            old = self.store.put(key, record)
+            if old is None:
+                self._dispatch_add(record)
+            else:
+                self._dispatch_update(old, record)
+        elif kind == "DELETED":
+            old = self.store.delete(key)
+            self._dispatch_delete(old if old is not None else record)
+        else:
+            self._log.warning("informer_unknown_event", type=kind)
+
+    def _parse_item(self, item: Mapping[str, Any]) -> R | None:
+        try:
+            return self._parse(item)
+        except (KeyError, TypeError, ValueError) as error:
+            metadata = item.get("metadata") or {}
+            self._log.warning(
+                "informer_parse_failed",
+                name=metadata.get("name"),
+                namespace=metadata.get("namespace"),
+                error=repr(error),
+            )
+            return None
+
+    def _dispatch_add(self, record: R) -> None:
+        for handler in self._handlers:
+            if handler.on_add is not None:
+                self._call(handler.on_add, record)
+
+    def _dispatch_update(self, old: R, new: R) -> None:
+        for handler in self._handlers:
+            if handler.on_update is not None:
+                self._call(handler.on_update, old, new)
+
+    def _dispatch_delete(self, record: R) -> None:
+        for handler in self._handlers:
+            if handler.on_delete is not None:
+                self._call(handler.on_delete, record)
+
+    def _call(self, callback: Callable[..., None], *records: R) -> None:
+        try:
+            callback(*records)
+        except Exception as error:  # noqa: BLE001 - a handler bug must not stop the informer
+            self._log.error("informer_handler_failed", error=repr(error))
+
+
+async def wait_all_synced(informers: Iterable[Informer[Any]]) -> None:
+    """``cache.WaitForCacheSync``."""
+    for informer in informers:
+        await informer.wait_synced()

@@ -1,0 +1,280 @@
+"""Slim, frozen records the informers keep: only the fields the controllers read.
+
+Upstream counterparts: the typed objects client-go's informers hold (``v1.Pod``,
+``autoscalingv2.HorizontalPodAutoscaler``, ``appsv1.Deployment`` ...) and
+``cache.MetaNamespaceKeyFunc``. The Pod fields are those ``replica_calculator.go``
+(``groupPods``, ``calculatePodRequests``) and ``metrics/utilization.go`` read.
+
+Deliberate deviations: records are built from orjson dicts by plain functions, never through
+kubernetes_asyncio's models (they are slow and drop unknown fields). Quantities stay the API's
+strings here; the controller parses them exactly with ``hpa.core.quantity``. An HPA record keeps
+its raw dict (read-only by convention) so the status writer can send back fields we do not model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
+
+from hpa.kube.clock import parse_time
+from hpa.kube.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
+
+JsonObject = dict[str, Any]
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class Record(Protocol):
+    """What a store needs of a record: identity, labels and the version it was read at."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+def object_key(namespace: str, name: str) -> str:
+    """``cache.MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` when cluster-scoped."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``cache.SplitMetaNamespaceKey``."""
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def record_key(record: Record) -> str:
+    return object_key(record.namespace, record.name)
+
+
+def _string_map(value: Any) -> Mapping[str, str]:
+    if not value:
+        return _EMPTY
+    return MappingProxyType({str(k): str(v) for k, v in value.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
+    return tuple(
+        OwnerReference(
+            api_version=str(ref.get("apiVersion", "")),
+            kind=str(ref.get("kind", "")),
+            name=str(ref.get("name", "")),
+            uid=str(ref.get("uid", "")),
+            controller=bool(ref.get("controller", False)),
+        )
+        for ref in metadata.get("ownerReferences") or ()
+    )
+
+
+# ---------------------------------------------------------------- Pod
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResources:
+    """A container's (or the Pod's) ``resources``; quantities are the API's strings."""
+
+    name: str
+    requests: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    limits: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    restart_policy: str | None = None  # init containers: "Always" marks a sidecar
+
+    @property
+    def is_restartable_init_container(self) -> bool:
+        return self.restart_policy == "Always"
+
+
+def _container(data: Mapping[str, Any]) -> ContainerResources:
+    resources = data.get("resources") or {}
+    return ContainerResources(
+        name=str(data.get("name", "")),
+        requests=_string_map(resources.get("requests")),
+        limits=_string_map(resources.get("limits")),
+        restart_policy=data.get("restartPolicy"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    """The Pod fields the HPA reads (``groupPods``, ``calculatePodRequests``)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    labels: Mapping[str, str]
+    owner_references: tuple[OwnerReference, ...]
+    deletion_timestamp: datetime | None
+    phase: str
+    ready_status: str | None  # the Ready condition's status: "True", "False", "Unknown"
+    ready_last_transition_time: datetime | None
+    start_time: datetime | None
+    containers: tuple[ContainerResources, ...]
+    init_containers: tuple[ContainerResources, ...]
+    pod_resources: ContainerResources | None  # spec.resources (pod-level resources)
+    node_name: str = ""
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready_status == "True"
+
+    @property
+    def restartable_init_containers(self) -> tuple[ContainerResources, ...]:
+        return tuple(c for c in self.init_containers if c.is_restartable_init_container)
+
+
+def parse_pod(data: Mapping[str, Any]) -> PodRecord:
+    metadata = data["metadata"]
+    spec = data.get("spec") or {}
+    status = data.get("status") or {}
+    ready = next(
+        (c for c in status.get("conditions") or () if c.get("type") == "Ready"),
+        None,
+    )
+    pod_resources = spec.get("resources")
+    return PodRecord(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata["name"]),
+        uid=str(metadata.get("uid", "")),
+        resource_version=str(metadata.get("resourceVersion", "")),
+        labels=_string_map(metadata.get("labels")),
+        owner_references=_owner_references(metadata),
+        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
+        phase=str(status.get("phase", "")),
+        ready_status=None if ready is None else str(ready.get("status", "")),
+        ready_last_transition_time=None
+        if ready is None
+        else parse_time(ready.get("lastTransitionTime")),
+        start_time=parse_time(status.get("startTime")),
+        containers=tuple(_container(c) for c in spec.get("containers") or ()),
+        init_containers=tuple(_container(c) for c in spec.get("initContainers") or ()),
+        pod_resources=None
+        if not pod_resources
+        else _container({"name": "", "resources": pod_resources}),
+        node_name=str(spec.get("nodeName", "")),
+    )
+
+
+# ---------------------------------------------------------------- HPA
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleTargetRef:
+    """``CrossVersionObjectReference``."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class HpaRecord:
+    """An ``autoscaling/v2`` HPA: identity, target, and the raw object for status writes."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    generation: int
+    labels: Mapping[str, str]
+    scale_target_ref: ScaleTargetRef
+    raw: Mapping[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.raw.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        status = self.raw.get("status")
+        return status if isinstance(status, dict) else {}
+
+
+def parse_hpa(data: Mapping[str, Any]) -> HpaRecord:
+    metadata = data["metadata"]
+    target = (data.get("spec") or {}).get("scaleTargetRef") or {}
+    return HpaRecord(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata["name"]),
+        uid=str(metadata.get("uid", "")),
+        resource_version=str(metadata.get("resourceVersion", "")),
+        generation=int(metadata.get("generation") or 0),
+        labels=_string_map(metadata.get("labels")),
+        scale_target_ref=ScaleTargetRef(
+            api_version=str(target.get("apiVersion", "")),
+            kind=str(target.get("kind", "")),
+            name=str(target.get("name", "")),
+        ),
+        raw=dict(data),
+    )
+
+
+# ---------------------------------------------------------------- workloads
+
+
+WorkloadKind = Literal["Deployment", "StatefulSet", "ReplicaSet"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    """A Deployment, StatefulSet or ReplicaSet: replicas and selector for scale reads."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    generation: int
+    observed_generation: int
+    labels: Mapping[str, str]
+    owner_references: tuple[OwnerReference, ...]
+    spec_replicas: int  # the API defaults a missing spec.replicas to 1
+    status_replicas: int
+    ready_replicas: int
+    selector: Selector  # NOTHING when missing or invalid
+
+
+def parse_workload(data: Mapping[str, Any], *, kind: str = "") -> WorkloadRecord:
+    """List items carry no ``kind``: bind it, ``functools.partial(parse_workload, kind=...)``."""
+    metadata = data["metadata"]
+    spec = data.get("spec") or {}
+    status = data.get("status") or {}
+    try:
+        selector = selector_from_label_selector(spec.get("selector"))
+    except SelectorError:
+        selector = NOTHING
+    replicas = spec.get("replicas")
+    return WorkloadRecord(
+        kind=kind or str(data.get("kind", "")),
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata["name"]),
+        uid=str(metadata.get("uid", "")),
+        resource_version=str(metadata.get("resourceVersion", "")),
+        generation=int(metadata.get("generation") or 0),
+        observed_generation=int(status.get("observedGeneration") or 0),
+        labels=_string_map(metadata.get("labels")),
+        owner_references=_owner_references(metadata),
+        spec_replicas=1 if replicas is None else int(replicas),
+        status_replicas=int(status.get("replicas") or 0),
+        ready_replicas=int(status.get("readyReplicas") or 0),
+        selector=selector,
+    )

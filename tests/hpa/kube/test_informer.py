@@ -1,0 +1,241 @@
+"""Informers against the fake API server: paginated list, watch, bookmarks, 410 relist, indexes."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from hpa.kube.client import GoneError, KubeClient
+from hpa.kube.informer import EventHandler, Informer, InformerSettings
+from hpa.kube.records import HpaRecord, PodRecord, parse_hpa, parse_pod
+from hpa.kube.selector import parse_selector
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.clock import FakeClock
+
+PODS = "/api/v1/pods"
+
+
+def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Running"},
+    }
+
+
+class Recorder:
+    """Records handler calls as (type, name) and lets a test wait for a condition on them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self._changed = asyncio.Event()
+
+    def handler(self) -> EventHandler[PodRecord]:
+        return EventHandler(
+            on_add=lambda r: self._record("add", r.name),
+            on_update=lambda old, new: self._record("update", new.name),
+            on_delete=lambda r: self._record("delete", r.name),
+        )
+
+    def _record(self, kind: str, name: str) -> None:
+        self.calls.append((kind, name))
+        self._changed.set()
+
+    async def wait_for(self, predicate: Callable[[list[tuple[str, str]]], bool]) -> None:
+        async with asyncio.timeout(5):
+            while not predicate(self.calls):
+                self._changed.clear()
+                await self._changed.wait()
+
+
+@pytest.fixture
+async def pods(
+    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+) -> AsyncIterator[tuple[Informer[PodRecord], Recorder]]:
+    for index in range(5):
+        apiserver.put_object("/api/v1", "pods", pod(f"p{index}", app="web" if index < 3 else "db"))
+    informer = Informer(
+        kube,
+        PODS,
+        parse=parse_pod,
+        clock=clock,
+        settings=InformerSettings(page_size=2),
+        rng=random.Random(5),
+    )
+    recorder = Recorder()
+    informer.add_handler(recorder.handler())
+    task = asyncio.create_task(informer.run(), name="informer:pods")
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
+    yield informer, recorder
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_the_first_list_is_paginated_and_fills_the_store(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    informer, recorder = pods
+    assert informer.has_synced()
+    assert sorted(r.name for r in informer.store) == [f"p{i}" for i in range(5)]
+    lists = [r for r in apiserver.requests if r.path == PODS and "watch" not in r.query]
+    assert [r.query.get("continue") for r in lists] == [None, "105:2", "105:4"]
+    assert all(r.query["limit"] == "2" for r in lists)
+    assert sorted(recorder.calls) == [("add", f"p{i}") for i in range(5)]
+
+
+async def test_watch_delivers_adds_updates_and_deletes(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    informer, recorder = pods
+    await apiserver.wait_for_watches()
+    watch = next(r for r in apiserver.requests if r.query.get("watch") == "true")
+    assert watch.query["resourceVersion"] == "105"
+    assert watch.query["allowWatchBookmarks"] == "true"
+    recorder.calls.clear()
+    apiserver.put_object("/api/v1", "pods", pod("new", app="web"))
+    changed = pod("p0", app="web")
+    changed["status"]["phase"] = "Failed"
+    apiserver.put_object("/api/v1", "pods", changed)
+    apiserver.delete_object("/api/v1", "pods", "default", "p4")
+    await recorder.wait_for(lambda calls: len(calls) == 3)
+    assert recorder.calls == [("add", "new"), ("update", "p0"), ("delete", "p4")]
+    p0 = informer.store.get_by_name("default", "p0")
+    assert p0 is not None
+    assert p0.phase == "Failed"
+    assert informer.store.get("default/p4") is None
+    assert informer.resource_version == str(apiserver.resource_version)
+
+
+async def test_bookmarks_move_the_resource_version_without_events(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    informer, recorder = pods
+    await apiserver.wait_for_watches()
+    apiserver.resource_version = 500  # other collections changed meanwhile
+    recorder.calls.clear()
+    apiserver.send_bookmark()
+    apiserver.close_watches()  # the server ends the watch: resume from the bookmark, no relist
+    await apiserver.wait_for_watches()
+    assert informer.bookmark_count == 1
+    assert informer.resource_version == "500"
+    assert recorder.calls == []
+    watches = [r for r in apiserver.requests if r.query.get("watch") == "true"]
+    assert watches[-1].query["resourceVersion"] == "500"
+    assert informer.list_count == 1
+
+
+async def test_a_too_old_resource_version_relists_and_reconciles_the_store(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    informer, recorder = pods
+    await apiserver.wait_for_watches()
+    apiserver.close_watches()
+    # while the informer is disconnected: one pod goes, one comes, history is compacted
+    apiserver.delete_object("/api/v1", "pods", "default", "p1")
+    apiserver.put_object("/api/v1", "pods", pod("late", app="web"))
+    apiserver.compact()
+    recorder.calls.clear()
+    await recorder.wait_for(lambda calls: ("delete", "p1") in calls and ("add", "late") in calls)
+    assert informer.list_count == 2
+    assert sorted(r.name for r in informer.store) == ["late", "p0", "p2", "p3", "p4"]
+    assert ("update", "p0") not in recorder.calls, "unchanged objects are not replayed"
+
+
+async def test_an_expired_continue_token_restarts_the_list(
+    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+) -> None:
+    for index in range(5):
+        apiserver.put_object("/api/v1", "pods", pod(f"p{index}"))
+    informer: Informer[PodRecord] = Informer(
+        kube, PODS, parse=parse_pod, clock=clock, settings=InformerSettings(page_size=2)
+    )
+    items, _ = await informer.list_items()
+    assert [item["metadata"]["name"] for item in items] == [f"p{i}" for i in range(5)]
+    apiserver.requests.clear()
+    apiserver.expire_continue_tokens = True
+    with pytest.raises(GoneError):
+        await informer.list_items()
+    continued = [r.query.get("continue") is not None for r in apiserver.requests_to("GET", PODS)]
+    assert continued == [False, True, False, True], "restarted from scratch exactly once"
+
+
+async def test_store_indexes_select_by_namespace_and_labels(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    informer, recorder = pods
+    apiserver.put_object("/api/v1", "pods", pod("other", namespace="prod", app="web"))
+    await recorder.wait_for(lambda calls: ("add", "other") in calls)
+    store = informer.store
+    web = store.select("default", parse_selector("app=web"))
+    assert [r.name for r in web] == ["p0", "p1", "p2"]
+    assert [r.name for r in store.select(None, parse_selector("app=web"))] == [
+        "p0",
+        "p1",
+        "p2",
+        "other",
+    ]
+    assert [r.name for r in store.select("default", parse_selector("app notin (web)"))] == [
+        "p3",
+        "p4",
+    ]
+    assert [r.name for r in store.list_namespace("prod")] == ["other"]
+
+
+async def test_an_unparsable_object_is_skipped(
+    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+) -> None:
+    apiserver.put_object(
+        "/apis/autoscaling/v2",
+        "horizontalpodautoscalers",
+        {
+            "metadata": {"name": "ok", "namespace": "d"},
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"}
+            },
+        },
+    )
+    apiserver.put_object(
+        "/apis/autoscaling/v2",
+        "horizontalpodautoscalers",
+        {"metadata": {"name": "bad", "namespace": "d", "generation": "x"}},
+    )
+    informer: Informer[HpaRecord] = Informer(
+        kube, "/apis/autoscaling/v2/horizontalpodautoscalers", parse=parse_hpa, clock=clock
+    )
+    task = asyncio.create_task(informer.run())
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [r.name for r in informer.store] == ["ok"]
+    record = informer.store.get("d/ok")
+    assert record is not None
+    assert record.scale_target_ref.kind == "Deployment"
+    assert record.raw["spec"]["scaleTargetRef"]["name"] == "web"
+
+
+async def test_list_failures_back_off_and_recover(
+    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+) -> None:
+    apiserver.fail("GET", PODS, 403, reason="Forbidden", times=3)
+    apiserver.put_object("/api/v1", "pods", pod("p"))
+    informer = Informer(kube, PODS, parse=parse_pod, clock=clock, rng=random.Random(2))
+    task = asyncio.create_task(informer.run())
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [r.name for r in informer.store] == ["p"]
+    backoffs = clock.sleep_calls
+    assert len(backoffs) == 3
+    assert 0.8 <= backoffs[0] <= 1.6
+    assert 1.6 <= backoffs[1] <= 3.2
+    assert 3.2 <= backoffs[2] <= 6.4
