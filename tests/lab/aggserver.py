@@ -77,8 +77,6 @@ async def front_proxy_authentication(
             },
             status=401,
         )
-    request["user"] = request.headers.get("X-Remote-User", "")
-    request["groups"] = request.headers.getall("X-Remote-Group", [])
     return await handler(request)
 
 
@@ -87,7 +85,7 @@ async def discovery(_request: web.Request) -> web.Response:
 
 
 async def whoamis(request: web.Request) -> web.Response:
-    user = str(request["user"])
+    user = request.headers.get("X-Remote-User", "")
     if not user:
         return web.json_response(
             {
@@ -106,7 +104,7 @@ async def whoamis(request: web.Request) -> web.Response:
             "apiVersion": f"{GROUP}/{VERSION}",
             "metadata": {"name": "self"},
             "user": user,
-            "groups": list(request["groups"]),
+            "groups": request.headers.getall("X-Remote-Group", []),
             "frontProxy": peer_common_name(request),
         }
     )

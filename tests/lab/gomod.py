@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.lab.toolchain import find_go, go_env
+
 KUBERNETES_VERSION = "v1.37.1"
 """Newest k8s.io/kubernetes whose module zip the proxy serves (v1.37.2's zip answers 403)."""
 
@@ -59,12 +61,14 @@ def render_replace_block(modules: list[str], version: str) -> str:
 
 def fetch_upstream_go_mod(kubernetes_version: str) -> str:
     """Read k8s.io/kubernetes' go.mod through the module proxy (only the .mod file is fetched)."""
+    go = find_go()
     output = subprocess.run(
-        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{kubernetes_version}"],
+        [str(go), "mod", "download", "-json", f"k8s.io/kubernetes@{kubernetes_version}"],
         capture_output=True,
         text=True,
         check=False,
         cwd=KUBE_MODULE_DIR,
+        env=go_env(go),
     ).stdout
     go_mod_path = json.loads(output)["GoMod"]
     return Path(go_mod_path).read_text()
@@ -101,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     go_mod.write_text(render_go_mod(block))
-    subprocess.run(["go", "mod", "tidy"], cwd=KUBE_MODULE_DIR, check=True)
+    go = find_go()
+    subprocess.run([str(go), "mod", "tidy"], cwd=KUBE_MODULE_DIR, env=go_env(go), check=True)
     return 0
 
 

