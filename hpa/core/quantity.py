@@ -231,29 +231,23 @@ class Quantity:
 
     # ------------------------------------------------------------------ arithmetic
 
-    def __add__(self, other: object) -> Quantity:
+    def __add__(self, other: Quantity) -> Quantity:
         """``Add``: the sum, in this quantity's format (the other's if this one is zero)."""
-        if not isinstance(other, Quantity):
-            return NotImplemented
         format = other.format if self.is_zero() else self.format
-        return Quantity(_EXACT.add(self.amount, other.amount), format)
+        return Quantity(_EXACT.add(self.amount, _operand(other)), format)
 
-    def __sub__(self, other: object) -> Quantity:
+    def __sub__(self, other: Quantity) -> Quantity:
         """``Sub``: the difference, in this quantity's format (the other's if this one is zero)."""
-        if not isinstance(other, Quantity):
-            return NotImplemented
         format = other.format if self.is_zero() else self.format
-        return Quantity(_EXACT.subtract(self.amount, other.amount), format)
+        return Quantity(_EXACT.subtract(self.amount, _operand(other)), format)
 
     def __neg__(self) -> Quantity:
         """``Neg``."""
         return Quantity(self.amount.copy_negate(), self.format)
 
-    def __mul__(self, factor: object) -> Quantity:
+    def __mul__(self, factor: int) -> Quantity:
         """``Mul(int64)``: the exact product, format kept (upstream's inexact flag is dropped)."""
-        if not isinstance(factor, int) or isinstance(factor, bool):
-            return NotImplemented
-        return Quantity(_EXACT.multiply(self.amount, Decimal(factor)), self.format)
+        return Quantity(_EXACT.multiply(self.amount, Decimal(_checked_int(factor))), self.format)
 
     __rmul__ = __mul__
 
@@ -267,25 +261,17 @@ class Quantity:
     def __hash__(self) -> int:
         return hash(self.amount)
 
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self.amount < other.amount
+    def __lt__(self, other: Quantity) -> bool:
+        return self.amount < _operand(other)
 
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self.amount <= other.amount
+    def __le__(self, other: Quantity) -> bool:
+        return self.amount <= _operand(other)
 
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self.amount > other.amount
+    def __gt__(self, other: Quantity) -> bool:
+        return self.amount > _operand(other)
 
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self.amount >= other.amount
+    def __ge__(self, other: Quantity) -> bool:
+        return self.amount >= _operand(other)
 
     # ------------------------------------------------------------------ text
 
@@ -531,6 +517,13 @@ def _exponent(amount: Decimal) -> int:
 
 def _digits(value: int) -> tuple[int, ...]:
     return tuple(int(c) for c in str(abs(value)))
+
+
+def _operand(value: object) -> Decimal:
+    """The amount of the other operand; a TypeError for anything but a Quantity."""
+    if not isinstance(value, Quantity):
+        raise TypeError(f"expected a Quantity, got {type(value).__name__}")
+    return value.amount
 
 
 def _checked_int(value: int) -> int:
