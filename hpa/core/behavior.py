@@ -20,6 +20,7 @@ new tuple is returned where upstream flips it in place, with the same observable
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +36,12 @@ from hpa.core.spec import (
 
 MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
+
+
+@functools.lru_cache(maxsize=256)
+def _seconds(seconds: float) -> timedelta:
+    """A cached ``timedelta`` (constructing one costs more than the window scan it bounds)."""
+    return timedelta(seconds=seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,12 @@ class Limit:
 DESIRED_WITHIN_RANGE = Limit(
     0, "DesiredWithinRange", "the desired count is within the acceptable range"
 )
+
+
+def _within_range(replicas: int) -> Limit:
+    return Limit(replicas, DESIRED_WITHIN_RANGE.reason, DESIRED_WITHIN_RANGE.message)
+
+
 _TOO_FEW = ("TooFewReplicas", "the desired replica count is less than the minimum replica count")
 _TOO_MANY = ("TooManyReplicas", "the desired replica count is more than the maximum replica count")
 _SCALE_UP_LIMIT = (
@@ -131,7 +144,7 @@ def stabilize_recommendation(
     """
     max_recommendation = prenormalized_desired_replicas
     old_sample_index = -1
-    cutoff = now - timedelta(seconds=downscale_stabilization_window_seconds)
+    cutoff = now - _seconds(downscale_stabilization_window_seconds)
     for index, rec in enumerate(recommendations):
         if rec.timestamp < cutoff:
             old_sample_index = index
@@ -173,7 +186,7 @@ def convert_desired_replicas_with_rules(
         return Limit(hpa_min_replicas, *_TOO_FEW)
     if desired_replicas > maximum_allowed_replicas:
         return Limit(maximum_allowed_replicas, reason, message)
-    return replace(DESIRED_WITHIN_RANGE, replicas=desired_replicas)
+    return _within_range(desired_replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +225,7 @@ def normalize_desired_replicas(
     now: datetime,
 ) -> Normalization:
     """``normalizeDesiredReplicas``: stabilization, then ``convertDesiredReplicasWithRules``."""
-    cutoff = now - timedelta(seconds=downscale_stabilization_window_seconds)
+    cutoff = now - _seconds(downscale_stabilization_window_seconds)
     window = tuple(r.recommendation for r in recommendations if not r.timestamp < cutoff)
     stabilized, new_recommendations = stabilize_recommendation(
         recommendations,
@@ -274,19 +287,38 @@ def stabilize_recommendation_with_behaviors(
     stabilized value, the reason/message upstream would use if it differs from the proposal, and
     the new log.
     """
-    up_recommendation = args.desired_replicas
-    up_cutoff = now - timedelta(seconds=args.scale_up_behavior.stabilization_window_seconds or 0)
-    down_recommendation = args.desired_replicas
-    down_cutoff = now - timedelta(
-        seconds=args.scale_down_behavior.stabilization_window_seconds or 0
+    stabilized, reason, message, new_recommendations, _ = _stabilize_with_behaviors(
+        recommendations, args, now=now
     )
+    return stabilized, reason, message, new_recommendations
+
+
+def _stabilize_with_behaviors(
+    recommendations: Recommendations,
+    args: NormalizationArg,
+    *,
+    now: datetime,
+) -> tuple[int, str, str, Recommendations, tuple[int, ...]]:
+    """:func:`stabilize_recommendation_with_behaviors`, plus the in-window values."""
+    up_recommendation = args.desired_replicas
+    up_cutoff = now - _seconds(args.scale_up_behavior.stabilization_window_seconds or 0)
+    down_recommendation = args.desired_replicas
+    down_cutoff = now - _seconds(args.scale_down_behavior.stabilization_window_seconds or 0)
     old_sample_index = -1
+    window: list[int] = []
     for index, rec in enumerate(recommendations):
-        if rec.timestamp > up_cutoff:
-            up_recommendation = min(rec.recommendation, up_recommendation)
-        if rec.timestamp > down_cutoff:
-            down_recommendation = max(rec.recommendation, down_recommendation)
-        if rec.timestamp < up_cutoff and rec.timestamp < down_cutoff:
+        timestamp = rec.timestamp
+        value = rec.recommendation
+        after_up = timestamp > up_cutoff
+        after_down = timestamp > down_cutoff
+        if after_up or after_down:
+            window.append(value)
+        if after_up and value < up_recommendation:
+            up_recommendation = value
+        if after_down and value > down_recommendation:
+            down_recommendation = value
+        if not after_up and not after_down and timestamp != up_cutoff and timestamp != down_cutoff:
+            # Before(upCutoff) && Before(downCutoff)
             old_sample_index = index
 
     recommendation = args.current_replicas
@@ -301,14 +333,16 @@ def stabilize_recommendation_with_behaviors(
         reason, message = SCALE_UP_STABILIZED
     else:
         reason, message = SCALE_DOWN_STABILIZED
-    return recommendation, reason, message, new_recommendations
+    return recommendation, reason, message, new_recommendations, tuple(window)
 
 
 def get_replicas_change_per_period(
     period_seconds: int, scale_events: Sequence[TimestampedScaleEvent], *, now: datetime
 ) -> int:
     """``getReplicasChangePerPeriod``: sum of changes strictly after ``now - period``."""
-    cutoff = now - timedelta(seconds=period_seconds)
+    if not scale_events:
+        return 0
+    cutoff = now - _seconds(period_seconds)
     return sum(event.replica_change for event in scale_events if event.timestamp > cutoff)
 
 
@@ -389,7 +423,7 @@ def convert_desired_replicas_with_behavior_rate(
             reason, message = _TOO_MANY
         if args.desired_replicas > maximum_allowed_replicas:
             return Limit(maximum_allowed_replicas, reason, message), scale_up_limit, None
-        return replace(DESIRED_WITHIN_RANGE, replicas=args.desired_replicas), scale_up_limit, None
+        return _within_range(args.desired_replicas), scale_up_limit, None
     if args.desired_replicas < args.current_replicas:
         scale_down_limit = calculate_scale_down_limit_with_behaviors(
             args.current_replicas,
@@ -407,8 +441,8 @@ def convert_desired_replicas_with_behavior_rate(
             reason, message = _TOO_FEW
         if args.desired_replicas < minimum_allowed_replicas:
             return Limit(minimum_allowed_replicas, reason, message), None, scale_down_limit
-        return replace(DESIRED_WITHIN_RANGE, replicas=args.desired_replicas), None, scale_down_limit
-    return replace(DESIRED_WITHIN_RANGE, replicas=args.desired_replicas), None, None
+        return _within_range(args.desired_replicas), None, scale_down_limit
+    return _within_range(args.desired_replicas), None, None
 
 
 def normalize_desired_replicas_with_behaviors(
@@ -432,20 +466,20 @@ def normalize_desired_replicas_with_behaviors(
         current_replicas=current_replicas,
         desired_replicas=prenormalized_desired_replicas,
     )
-    up_cutoff = now - timedelta(seconds=rules.scale_up_stabilization_window_seconds)
-    down_cutoff = now - timedelta(seconds=rules.scale_down_stabilization_window_seconds)
-    window = tuple(
-        r.recommendation
-        for r in recommendations
-        if r.timestamp > up_cutoff or r.timestamp > down_cutoff
-    )
-    stabilized, reason, message, new_recommendations = stabilize_recommendation_with_behaviors(
+    stabilized, reason, message, new_recommendations, window = _stabilize_with_behaviors(
         recommendations, args, now=now
     )
     if stabilized == prenormalized_desired_replicas:
         reason, message = READY_FOR_NEW_SCALE
     limit, up_limit, down_limit = convert_desired_replicas_with_behavior_rate(
-        replace(args, desired_replicas=stabilized),
+        NormalizationArg(
+            scale_up_behavior=args.scale_up_behavior,
+            scale_down_behavior=args.scale_down_behavior,
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            current_replicas=current_replicas,
+            desired_replicas=stabilized,
+        ),
         scale_up_events=scale_up_events,
         scale_down_events=scale_down_events,
         now=now,
@@ -477,7 +511,7 @@ def mark_scale_events_outdated(
     scale_events: ScaleEvents, longest_policy_period: int, *, now: datetime
 ) -> ScaleEvents:
     """``markScaleEventsOutdated``: flag events strictly before ``now - longest period``."""
-    cutoff = now - timedelta(seconds=longest_policy_period)
+    cutoff = now - _seconds(longest_policy_period)
     return tuple(
         replace(event, outdated=True) if event.timestamp < cutoff else event
         for event in scale_events

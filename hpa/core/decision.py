@@ -264,6 +264,8 @@ class Decision:
     error: str | None
     explanation: Explanation
     reference: str
+    rescale_succeeded: bool | None = None
+    """``None`` until :func:`apply_rescale_result` records the scale update's outcome."""
     _pending: _PendingRescale | None = None
 
 
@@ -1140,7 +1142,9 @@ def decide(
                     current_metrics=metric_statuses,
                     conditions=ctx.conditions,
                 ),
-                history=replace(history, recommendations=recommendations),
+                history=History(
+                    recommendations, history.scale_up_events, history.scale_down_events
+                ),
                 events=tuple(ctx.events),
                 error=(
                     "failed to compute desired number of replicas based on listed metrics for "
@@ -1230,7 +1234,7 @@ def decide(
                 current_metrics=metric_statuses,
                 conditions=ctx.conditions,
             ),
-            history=replace(history, recommendations=recommendations),
+            history=History(recommendations, history.scale_up_events, history.scale_down_events),
             events=tuple(ctx.events),
             error=error,
             explanation=Explanation(tuple(ctx.trace)),
@@ -1256,7 +1260,7 @@ def decide(
             current_metrics=metric_statuses,
             conditions=ctx.conditions,
         ),
-        history=replace(history, recommendations=recommendations),
+        history=History(recommendations, history.scale_up_events, history.scale_down_events),
         events=tuple(ctx.events),
         error=error,
         explanation=Explanation(tuple(ctx.trace)),
@@ -1303,7 +1307,7 @@ def apply_rescale_result(
         )
         return replace(
             decision,
-            rescale=False,
+            rescale_succeeded=False,
             status=replace(
                 status,
                 desired_replicas=pending.previous_desired_replicas,
@@ -1368,11 +1372,23 @@ def apply_rescale_result(
             new_replicas=desired,
             now=now,
         )
-        history = replace(history, scale_up_events=up, scale_down_events=down)
-    return replace(
-        decision,
-        status=replace(status, last_scale_time=now, conditions=conditions),
+        history = History(history.recommendations, up, down)
+    return Decision(
+        desired_replicas=desired,
+        rescale=True,
+        rescale_reason=reason,
+        current_replicas=decision.current_replicas,
+        status=HorizontalPodAutoscalerStatus(
+            current_replicas=status.current_replicas,
+            desired_replicas=status.desired_replicas,
+            last_scale_time=now,
+            current_metrics=status.current_metrics,
+            conditions=conditions,
+        ),
         history=history,
+        error=decision.error,
+        reference=decision.reference,
+        rescale_succeeded=True,
         events=(
             *decision.events,
             Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"),

@@ -21,6 +21,7 @@ can reach the decision and fail with ``InvalidMetricSourceType`` exactly as upst
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -372,10 +373,11 @@ class ResolvedRules:
         object.__setattr__(self, "scale_down_stabilization_window_seconds", down or 0)
 
 
+@functools.lru_cache(maxsize=1024)
 def resolve_behavior(
     behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
 ) -> ResolvedRules:
-    """Default both directions, then ``maybeInitScaleDownStabilizationWindow``."""
+    """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized)."""
     scale_up = generate_scale_up_rules(behavior.scale_up)
     scale_down = generate_scale_down_rules(behavior.scale_down)
     if scale_down.stabilization_window_seconds is None:

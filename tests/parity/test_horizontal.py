@@ -2436,6 +2436,9 @@ def test_reconcile(case: HpaCase) -> None:
     if case.scale_update_error is None:
         # "the scale should only be updated if we expected a change in replicas"
         assert decision.rescale == scaled
+    else:
+        assert decision.rescale
+        assert decision.rescale_succeeded is False
     expected = case.expected_conditions if case.expected_conditions is not None else STATUS_OK
     actual = tuple((c.type, str(c.status), c.reason) for c in decision.status.conditions)
     assert actual == expected
