@@ -95,7 +95,8 @@ def _inputs(
         {pod.name: PodMetric(12_000 + (i % 5) * 100, NOW) for i, pod in enumerate(pods)},
         timestamp=NOW,
     )
-    observations: list[MetricObservation] = [cpu, requests][:metric_count]
+    both: list[MetricObservation] = [cpu, requests]
+    observations = both[:metric_count]
     spec = HorizontalPodAutoscalerSpec(
         scale_target_ref=CrossVersionObjectReference("Deployment", "web", "apps/v1"),
         min_replicas=1,
