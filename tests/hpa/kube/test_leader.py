@@ -1,0 +1,222 @@
+"""Leader election state machine with a hand-written Lease store and a fake clock, plus the
+Lease store against the fake API server."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+
+import pytest
+
+from hpa.kube.client import AlreadyExistsError, ApiStatus, ConflictError, KubeClient, ServerError
+from hpa.kube.fence import NotLeaderError
+from hpa.kube.leader import (
+    KubeLeaseStore,
+    LeaderElectionSettings,
+    LeaderElector,
+    LeaseRecord,
+)
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.clock import FakeClock
+
+
+class FakeLeaseStore:
+    """One Lease in memory, with resourceVersion preconditions and switchable outages."""
+
+    def __init__(self) -> None:
+        self.record: LeaseRecord | None = None
+        self.version = 0
+        self.down = False
+        self.updates: list[LeaseRecord] = []
+
+    def _fail_if_down(self) -> None:
+        if self.down:
+            raise ServerError(ApiStatus(503, "ServiceUnavailable", "etcd unavailable"))
+
+    async def get(self) -> LeaseRecord | None:
+        self._fail_if_down()
+        return self.record
+
+    async def create(self, record: LeaseRecord) -> LeaseRecord:
+        self._fail_if_down()
+        if self.record is not None:
+            raise AlreadyExistsError(ApiStatus(409, "AlreadyExists", "lease exists"))
+        return self._store(record)
+
+    async def update(self, record: LeaseRecord) -> LeaseRecord:
+        self._fail_if_down()
+        assert self.record is not None
+        if record.resource_version != self.record.resource_version:
+            raise ConflictError(ApiStatus(409, "Conflict", "the object has been modified"))
+        self.updates.append(record)
+        return self._store(record)
+
+    def _store(self, record: LeaseRecord) -> LeaseRecord:
+        self.version += 1
+        self.record = replace(record, resource_version=str(self.version))
+        return self.record
+
+
+def elector(store: FakeLeaseStore, clock: FakeClock, identity: str) -> LeaderElector:
+    return LeaderElector(
+        store, LeaderElectionSettings(identity=identity), clock=clock, rng=random.Random(identity)
+    )
+
+
+async def test_the_first_candidate_creates_the_lease_and_leads() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    assert await a.try_acquire_or_renew()
+    assert store.record is not None
+    assert (store.record.holder_identity, store.record.lease_duration_seconds) == ("a", 15)
+    assert store.record.lease_transitions == 0
+
+
+async def test_a_held_lease_blocks_others_until_it_expires_on_their_clock() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a, b = elector(store, clock, "a"), elector(store, clock, "b")
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    await clock.advance(14.9)
+    assert not await b.try_acquire_or_renew(), "15 s have not passed since b saw the record"
+    await clock.advance(0.2)
+    assert await b.try_acquire_or_renew()
+    assert store.record is not None
+    assert (store.record.holder_identity, store.record.lease_transitions) == ("b", 1)
+
+
+async def test_a_renewal_keeps_acquire_time_and_transitions() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    await a.try_acquire_or_renew()
+    assert store.record is not None
+    acquired = store.record.acquire_time
+    await clock.advance(2)
+    assert await a.try_acquire_or_renew()
+    assert store.record.acquire_time == acquired
+    assert store.record.renew_time == clock.now()
+    assert store.record.lease_transitions == 0
+
+
+async def test_a_conflicting_write_loses_the_round() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    await a.try_acquire_or_renew()
+    real_update = store.update
+
+    async def racing_update(record: LeaseRecord) -> LeaseRecord:
+        store.version += 1  # someone else wrote in between
+        assert store.record is not None
+        store.record = replace(store.record, resource_version=str(store.version))
+        return await real_update(record)
+
+    store.update = racing_update  # type: ignore[method-assign]
+    assert not await a.try_acquire_or_renew()
+
+
+async def test_leader_renews_every_retry_period_and_fences_writes() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    task = asyncio.create_task(a.run())
+    await clock.settle()
+    assert a.is_leader()
+    a.check()
+    await clock.advance(10)
+    assert len(store.updates) == 5, "a renewal every 2 s"
+    assert a.is_leader()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_leader_that_cannot_renew_stops_writing_and_stops_leading() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    stopped: list[str] = []
+    a = LeaderElector(
+        store,
+        LeaderElectionSettings(identity="a"),
+        clock=clock,
+        on_stopped_leading=lambda: stopped.append("a"),
+    )
+    task = asyncio.create_task(a.run())
+    await clock.settle()
+    assert a.is_leader()
+    store.down = True
+    await clock.advance(2 + 9.9)  # last renewal at t=0; the API server is gone since
+    assert not a.is_leader(), "the fence closes at the renew deadline"
+    with pytest.raises(NotLeaderError):
+        a.check()
+    await clock.advance(2)
+    assert task.done()
+    await task  # run returns once leadership is lost
+    assert stopped == ["a"]
+    assert not a.leading.is_set()
+
+
+async def test_release_on_cancel_hands_over_within_one_retry_period() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a, b = elector(store, clock, "a"), elector(store, clock, "b")
+    task_a = asyncio.create_task(a.run())
+    await clock.settle()
+    task_b = asyncio.create_task(b.run())
+    await clock.advance(3)
+    assert a.is_leader()
+    assert not b.is_leader()
+    task_a.cancel()  # SIGTERM
+    with pytest.raises(asyncio.CancelledError):
+        await task_a
+    assert store.record is not None
+    assert (store.record.holder_identity, store.record.lease_duration_seconds) == ("", 1)
+    assert not a.is_leader()
+    await clock.advance(2 * (1 + 1.2))  # b's next jittered retry
+    assert b.is_leader()
+    assert store.record.holder_identity == "b"
+    assert store.record.lease_transitions == 1
+    task_b.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task_b
+
+
+def test_settings_reject_an_inconsistent_timing() -> None:
+    with pytest.raises(ValueError, match="exceed"):
+        LeaderElectionSettings(identity="a", lease_duration_seconds=10, renew_deadline_seconds=10)
+    with pytest.raises(ValueError, match="identity"):
+        LeaderElectionSettings(identity="")
+
+
+async def test_the_kube_lease_store_round_trips_through_the_api(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    clock = FakeClock()
+    store = KubeLeaseStore(kube, "kube-system", "hpa-controller")
+    a = LeaderElector(store, LeaderElectionSettings(identity="a"), clock=clock)
+    b = LeaderElector(store, LeaderElectionSettings(identity="b"), clock=clock)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    lease = apiserver.get_object(
+        "/apis/coordination.k8s.io/v1", "leases", "kube-system", "hpa-controller"
+    )
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == "a"
+    assert lease["spec"]["leaseDurationSeconds"] == 15
+    assert lease["spec"]["renewTime"].endswith("Z")
+    stale = await store.get()
+    assert stale is not None
+    await clock.advance(2)
+    assert await a.try_acquire_or_renew()
+    with pytest.raises(ConflictError):
+        await store.update(replace(stale, holder_identity="b"))
+
+
+async def test_the_fence_closes_at_the_renew_deadline_even_if_the_loop_is_stuck() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    await a.acquire()  # no renew loop runs: as if it were stuck on a hung request
+    a.check()
+    await clock.advance(9.9)
+    assert a.is_leader()
+    await clock.advance(0.2)
+    assert not a.is_leader()
+    with pytest.raises(NotLeaderError):
+        a.check()
