@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from adapter.rules.config import DiscoveryRule, ResourceMapping, rule_label
 from adapter.rules.errors import (
@@ -159,6 +160,12 @@ def _check_series_name(series: str) -> None:
         raise RuleEvaluationError(f"series name {series!r} is not a valid Prometheus metric name")
 
 
+class ResourceLabeler(Protocol):
+    """What a ``MetricsQuery`` needs from its converter (``ResourceConverter.LabelForResource``)."""
+
+    def label_for_resource(self, resource: GroupResource) -> str: ...
+
+
 @dataclass(frozen=True)
 class _Rendered:
     exprs: list[str]
@@ -169,7 +176,7 @@ class MetricsQuery:
     """``metricsQuery``: a compiled ``metricsQuery`` template and its resource converter."""
 
     def __init__(
-        self, template: GoTemplate, converter: ResourceConverter, *, namespaced: bool = True
+        self, template: GoTemplate, converter: ResourceLabeler, *, namespaced: bool = True
     ) -> None:
         self.template = template
         self.converter = converter
