@@ -315,6 +315,9 @@ class LeaderElector:
             self._stop_leading()
         except asyncio.CancelledError:
             if self.settings.release_on_cancel:
-                await self.release()
+                try:  # bounded like upstream's release (a hung API server must not stall exit)
+                    await asyncio.wait_for(self.release(), self.settings.renew_deadline_seconds)
+                except TimeoutError:
+                    self._log.warning("lease_release_timed_out")
             self._stop_leading()
             raise
