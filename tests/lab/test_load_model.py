@@ -247,7 +247,7 @@ class FractionClock:
         return float(self.now_seconds)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenario=scenarios)
 def test_counters_never_go_backwards_for_a_pod_that_stays(
     scenario: list[tuple[Fraction, tuple[str, int, bool | int]]],
@@ -282,7 +282,7 @@ def midpoint_requests(ramp: LoadRamp, start_seconds: Fraction, cells: int) -> Fr
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     ready=st.lists(st.booleans(), min_size=1, max_size=6).filter(any),
     steps=st.lists(
