@@ -10,6 +10,8 @@ reconnect with backoff 800 ms .. 30 s, watch timeout random in [5, 10) minutes),
 Deliberate deviations:
 - records are produced by a per-kind parse function from orjson dicts (see ``hpa.kube.records``);
   an object that fails to parse is logged and skipped, never crashing the informer.
+- a watch that ends within a second without any event counts as a failure and backs off, as the
+  reflector's "very short watch" check does.
 - every (re)list is a consistent read (no ``resourceVersion=0``), and a relist fires ``on_update``
   only for objects whose resourceVersion changed (upstream replays every object as an update);
   the work queue's periodic resync covers the rest.
@@ -280,11 +282,17 @@ class Informer(Generic[R]):
         params["allowWatchBookmarks"] = "true"
         minimum = self._settings.min_watch_timeout_seconds
         timeout_seconds = int(minimum * (1.0 + self._rng.random()))
+        started = self._clock.monotonic()
+        events = 0
         async for event in self._client.watch(
             self.path, params=params, timeout_seconds=timeout_seconds
         ):
+            events += 1
             self._failures = 0
             self._apply(event)
+        if events == 0 and self._clock.monotonic() - started < 1.0:
+            # the reflector's "very short watch": back off instead of spinning on a closing server
+            raise TransportError(f"very short watch: {self.path}: ended within 1 s without events")
 
     def _apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")

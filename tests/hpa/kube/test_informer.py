@@ -239,3 +239,16 @@ async def test_list_failures_back_off_and_recover(
     assert 0.8 <= backoffs[0] <= 1.6
     assert 1.6 <= backoffs[1] <= 3.2
     assert 3.2 <= backoffs[2] <= 6.4
+
+
+async def test_a_watch_closed_at_once_backs_off_instead_of_spinning(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder], clock: FakeClock
+) -> None:
+    informer, _ = pods
+    await apiserver.wait_for_watches()
+    assert clock.sleep_calls == []
+    apiserver.close_watches()  # ends with no event, within the same instant on the clock
+    await apiserver.wait_for_watches()
+    assert len(clock.sleep_calls) == 1
+    assert 0.8 <= clock.sleep_calls[0] <= 1.6
+    assert informer.list_count == 1, "a short watch resumes, it does not relist"
