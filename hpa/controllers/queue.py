@@ -138,8 +138,12 @@ class WorkQueue:
         rng: random.Random | None = None,
         metrics: QueueMetrics | None = None,
         on_depth: Callable[[int], None] | None = None,
+        log_key: str = "key",
     ) -> None:
+        """``log_key``: the structlog context variable bound to the key inside each reconcile
+        task (``"hpa"`` gives every log line of a reconcile ``hpa="ns/name"``)."""
         self.name = name
+        self._log_key = log_key
         self._clock = clock
         self._rate_limiter = rate_limiter or ItemExponentialFailureRateLimiter()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
@@ -361,6 +365,7 @@ class WorkQueue:
             await asyncio.gather(timers, *running, return_exceptions=True)
 
     async def _process(self, key: str, reconcile: Reconcile, slots: asyncio.Semaphore) -> None:
+        structlog.contextvars.bind_contextvars(**{self._log_key: key})  # this task's context only
         started = self._clock.monotonic()
         if self._metrics is not None:
             self._metrics.in_flight.labels(name=self.name).inc()

@@ -8,6 +8,7 @@ import random
 from collections import Counter
 
 import pytest
+import structlog
 from prometheus_client import CollectorRegistry
 
 from hpa.controllers.queue import (
@@ -238,3 +239,21 @@ async def test_depth_is_reported_to_the_hook_and_the_injected_registry() -> None
     assert registry.get_sample_value("workqueue_adds_total", {"name": "hpa"}) == 2
     await queue.get()
     assert depths == [1, 2, 1]
+
+
+async def test_each_reconcile_logs_with_its_key_bound() -> None:
+    clock = FakeClock()
+    queue = WorkQueue("hpa", clock=clock, log_key="hpa")
+    seen: dict[str, object] = {}
+
+    async def reconcile(key: str) -> None:
+        seen[key] = structlog.contextvars.get_contextvars().get("hpa")
+
+    runner = asyncio.create_task(queue.run(reconcile, max_in_flight=2))
+    queue.add("ns/a")
+    queue.add("ns/b")
+    await clock.settle()
+    assert seen == {"ns/a": "ns/a", "ns/b": "ns/b"}
+    assert "hpa" not in structlog.contextvars.get_contextvars(), "the caller's context is untouched"
+    queue.shut_down()
+    await asyncio.wait_for(runner, timeout=1)
