@@ -409,6 +409,28 @@ class PrometheusServer:
         targets: list[dict[str, Any]] = data["activeTargets"]
         return targets
 
+    def wait_for_targets(self, *, timeout_seconds: float = 20.0) -> None:
+        """Block until every configured target has been scraped successfully (health "up").
+
+        The first scrape of a new target comes ~5-6 s after start or reload (Prometheus hands
+        discovered targets to its scrapers every 5 s).
+        """
+        wanted = {
+            (job, address) for job, addresses in self._targets.items() for address in addresses
+        }
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            up = {
+                (target["labels"].get("job", ""), target["labels"].get("instance", ""))
+                for target in self.active_targets()
+                if target.get("health") == "up"
+            }
+            if wanted <= up:
+                return
+            if time.monotonic() > deadline:
+                raise PrometheusError(f"targets not up after {timeout_seconds}s: {wanted - up}")
+            time.sleep(0.1)
+
     def _get(self, path: str, params: Sequence[tuple[str, str]]) -> Any:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         return _api_data(*_fetch(urllib.request.Request(url)))  # noqa: S310

@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 import yaml
@@ -18,20 +17,6 @@ from tests.lab.prometheus import (
     PrometheusServer,
     render_config,
 )
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T], accept: Callable[[T], bool], *, timeout_seconds: float) -> T:
-    """Poll `probe` until `accept` holds; fail with the last value at the deadline."""
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        value = probe()
-        if accept(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"not reached within {timeout_seconds}s; last value: {value!r}")
-        time.sleep(0.2)
 
 
 def history(now_seconds: int) -> str:
@@ -98,9 +83,10 @@ def test_an_added_target_is_scraped_after_a_reload(prometheus: PrometheusServer)
     # Prometheus scrapes itself; its discovery sends new targets within ~5 s.
     prometheus.add_target("self", f"127.0.0.1:{prometheus.port}")
 
-    samples = wait_for(lambda: prometheus.query('up{job="self"}'), bool, timeout_seconds=15)
+    prometheus.wait_for_targets(timeout_seconds=15)
 
-    assert samples[0].value == 1
+    (sample,) = prometheus.query('up{job="self"}')
+    assert sample.value == 1
     assert yaml.safe_load(prometheus.config_path.read_text())["scrape_configs"][0][
         "static_configs"
     ] == [{"targets": [f"127.0.0.1:{prometheus.port}"]}]
@@ -172,6 +158,17 @@ def test_stop_ends_the_process_and_removes_its_temporary_directory() -> None:
     assert not workdir.exists()
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_waiting_for_an_unreachable_target_times_out(tmp_path: Path) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{unused.getsockname()[1]}"  # bound, never listening
+        with (
+            PrometheusServer({"nothing": [address]}, workdir=tmp_path / "p") as server,
+            pytest.raises(PrometheusError, match="targets not up"),
+        ):
+            server.wait_for_targets(timeout_seconds=1)
 
 
 def test_a_missing_binary_points_at_make_system_deps() -> None:
