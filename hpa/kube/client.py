@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
@@ -471,7 +471,7 @@ class KubeClient:
         *,
         params: Mapping[str, str] | None = None,
         timeout_seconds: int = 300,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Open a WATCH and yield each event (``{"type", "object"}``) as it arrives.
 
         Framing is one JSON document per line; lines are split by hand so an object larger than

@@ -22,6 +22,7 @@ Deliberate deviations:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -284,12 +285,12 @@ class Informer(Generic[R]):
         timeout_seconds = int(minimum * (1.0 + self._rng.random()))
         started = self._clock.monotonic()
         events = 0
-        async for event in self._client.watch(
-            self.path, params=params, timeout_seconds=timeout_seconds
-        ):
-            events += 1
-            self._failures = 0
-            self._apply(event)
+        stream = self._client.watch(self.path, params=params, timeout_seconds=timeout_seconds)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                events += 1
+                self._failures = 0
+                self._apply(event)
         if events == 0 and self._clock.monotonic() - started < 1.0:
             # the reflector's "very short watch": back off instead of spinning on a closing server
             raise TransportError(f"very short watch: {self.path}: ended within 1 s without events")

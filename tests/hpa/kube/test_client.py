@@ -3,6 +3,7 @@ API server (429 Retry-After, 5xx backoff, no retry on 400/422, watch framing).""
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import aiohttp
@@ -216,10 +217,12 @@ async def test_watch_frames_large_objects_and_many_events(
             "/api/v1", "pods", {"metadata": {"name": f"p{index}", "namespace": "default"}}
         )
     events = []
-    async for event in kube.watch(PODS, params={"resourceVersion": "100"}):
-        events.append(event)
-        if len(events) == 4:
-            break
+    stream = kube.watch(PODS, params={"resourceVersion": "100"})
+    async with contextlib.aclosing(stream):
+        async for event in stream:
+            events.append(event)
+            if len(events) == 4:
+                break
     assert [e["object"]["metadata"]["name"] for e in events] == ["big", "p0", "p1", "p2"]
     assert events[0]["object"]["metadata"]["annotations"]["a"] == big
     assert {e["type"] for e in events} == {"ADDED"}
