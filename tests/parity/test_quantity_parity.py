@@ -1,8 +1,9 @@
 """Parity with upstream ``resource.Quantity`` tests.
 
-Source: kubernetes/kubernetes ``staging/src/k8s.io/apimachinery/pkg/api/resource/quantity_test.go``
-@ db8b216c (its tables match ``quantity.go`` @ 009f4971), and ``quantity_subnano_test.go``
-@ 0f22d8b9. Every case id starts with the Go test it comes from.
+Source: kubernetes/kubernetes ``staging/src/k8s.io/apimachinery/pkg/api/resource/``
+``quantity_test.go`` @ db8b216c (its tables match ``quantity.go`` @ 009f4971),
+``quantity_subnano_test.go`` @ 0f22d8b9 and ``scale_int_test.go`` @ 0411cc70. Every case id
+starts with the Go test it comes from.
 
 Ported by observable behaviour: Go's ``int64Amount``/``inf.Dec`` split (``asDec`` loops,
 ``AsInt64``, ``q.s`` string caching), ``Mul``'s "exact" flag, JSON/CBOR/pflag plumbing and
@@ -36,7 +37,7 @@ NANO, MICRO, MILLI = -9, -6, -3
 
 def dec_quantity(i: int, exponent: int, format: Format) -> Quantity:
     """``decQuantity``/``intQuantity``: ``i * 10**exponent`` with the given format."""
-    return Quantity(Decimal(i).scaleb(exponent), format)
+    return Quantity(Decimal(f"{i}e{exponent}"), format)
 
 
 int_quantity = dec_quantity
@@ -940,3 +941,56 @@ def test_parse_quantity_sub_nano_matches_round(text: str, want: str, format: For
 def test_parse_quantity_sub_nano_same_as_round_path(shortcut: str, round_path: str) -> None:
     a, b = parse_quantity(shortcut), parse_quantity(round_path)
     assert (a, a.format, str(a)) == (b, b.format, str(b))
+
+
+# ------------------------------------------------------------------ scale_int_test.go
+
+SCALED_VALUE_INTERNAL_TABLE: list[tuple[int, int, int, int]] = [
+    # remain scale
+    (1000, 0, 0, 1000),
+    (-1000, 0, 0, -1000),
+    # scale down
+    (1000, 0, -3, 1),
+    (1000, 3, 0, 1),
+    (-1000, 3, 0, -1),
+    (0, 3, 0, 0),
+    # scale down rounds away from zero
+    (999, 3, 0, 1),
+    (500, 3, 0, 1),
+    (499, 3, 0, 1),
+    (1, 3, 0, 1),
+    (-1, 3, 0, -1),
+    (-499, 3, 0, -1),
+    (-500, 3, 0, -1),
+    (-999, 3, 0, -1),
+    (-1500, 3, 0, -2),
+    # large scaled value does not lose precision
+    (MOST_POSITIVE - 1, 1, 0, (MOST_POSITIVE - 1) // 10 + 1),
+    # large intermediate result, positive and negative
+    (10**100, 100, 0, 1),
+    (-(10**100), 100, 0, -1),
+    (5, 19, 0, 1),
+    (-5, 19, 0, -1),
+    (MOST_NEGATIVE * 1000, 3, 0, MOST_NEGATIVE),
+    # scale up
+    (0, 0, 3, 0),
+    (1, 0, 3, 1000),
+    (1, -3, 0, 1000),
+    (1000, -3, 2, 100000000),
+    (MOST_POSITIVE // 1000, 0, 3, (MOST_POSITIVE // 1000) * 1000),
+]
+
+
+@pytest.mark.parametrize(
+    ("unscaled", "inf_scale", "new_inf_scale", "want"),
+    [
+        pytest.param(*row, id=f"TestScaledValueInternal:{index}")
+        for index, row in enumerate(SCALED_VALUE_INTERNAL_TABLE)
+    ],
+)
+def test_scaled_value_internal(
+    unscaled: int, inf_scale: int, new_inf_scale: int, want: int
+) -> None:
+    """``scaledValue(unscaled, scale, newScale)``; an inf.Scale counts digits after the point."""
+    q = Quantity(Decimal(f"{unscaled}e{-inf_scale}"), DECIMAL_SI)
+    assert q.scaled_value(-new_inf_scale) == want

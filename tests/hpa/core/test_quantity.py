@@ -202,6 +202,19 @@ def test_extreme_exponents_stay_cheap() -> None:
     assert huge.as_approximate_float64() == math.inf
 
 
+def test_very_long_numbers_are_handled_without_int_string_limits() -> None:
+    digits = "1" + "0" * 5000 + "1"
+    decimal_si = parse_quantity(digits + ".5")
+    assert str(decimal_si) == digits + "500m"
+    assert parse_quantity(str(decimal_si)) == decimal_si
+    assert decimal_si.as_approximate_float64() == math.inf
+    assert (-decimal_si).milli_value() == MIN_INT64
+    binary_si = Quantity(Decimal(digits), Format.BINARY_SI) * 1024
+    assert str(binary_si) == digits + "Ki"  # odd, so exactly one factor of 1024
+    # BinarySI text above 2**63 - 1 parses back capped, as upstream
+    assert parse_quantity(str(binary_si)).amount == MAX_INT64
+
+
 # ------------------------------------------------------------------------------------ rounding
 
 
@@ -362,7 +375,7 @@ def quantities(draw: st.DrawFn) -> Quantity:
     format = draw(st.sampled_from(list(Format)))
     coefficient = draw(st.integers(-(10**24), 10**24))
     exponent = draw(st.integers(-9, 24))
-    amount = Decimal(coefficient).scaleb(exponent)
+    amount = Decimal(f"{coefficient}e{exponent}")
     if format is Format.BINARY_SI and abs(amount) > MAX_INT64:
         amount = Decimal(coefficient % MAX_INT64)  # ParseQuantity caps BinarySI text
     return Quantity(amount, format)
