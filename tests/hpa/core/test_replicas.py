@@ -428,15 +428,16 @@ def test_average_of_negative_samples_truncates_toward_zero_like_go() -> None:
 
 
 def test_utilization_wraps_int64_like_go() -> None:
-    big = 2**62
-    samples = {"a": PodMetric(value_milli=big), "b": PodMetric(value_milli=big)}
-    requests = {"a": 1000, "b": 1000}
-    _, utilization, raw = get_resource_utilization_ratio(samples, requests, 100)
-    total = _go_int64(big + big)  # wraps to MinInt64
-    percent = _go_int64(total * 100)
-    expected = ctypes.c_int32(int(percent / 2000) if percent % 2000 == 0 else -(-percent // 2000))
-    assert utilization == expected.value
-    assert raw == -(-total // 2)
+    value = 2**61 + 3
+    _, utilization, raw = get_resource_utilization_ratio(
+        {"a": PodMetric(value_milli=value)}, {"a": 7}, 100
+    )
+    percent = _go_int64(value * 100)  # metricsTotal * 100 overflows int64
+    assert percent == -(2**63) + 300
+    quotient = -((2**63 - 300) // 7)  # Go's "/" truncates toward zero
+    assert utilization == ctypes.c_int32(quotient).value  # int32() keeps the low 32 bits
+    assert utilization != 0
+    assert raw == value
 
 
 def test_object_per_pod_with_zero_status_replicas_follows_go_division_by_zero() -> None:
