@@ -841,11 +841,11 @@ def _scaling_policy_errors(policy: HPAScalingPolicy, path: str) -> list[FieldErr
 class VpaFeatureGates:
     """The admission controller's feature gates that change validation.
 
-    Defaults are upstream's at the version read: ``InPlaceOrRecreate`` is beta (on),
-    ``CPUStartupBoost``, ``PerVPAConfig`` and ``InPlace`` are alpha (off).
+    Defaults are upstream's at the version read: ``CPUStartupBoost``, ``PerVPAConfig`` and
+    ``InPlace`` are alpha (off). ``InPlaceOrRecreate`` is no longer gated in the newest admission
+    controller (its tests accept it with every gate off), so it has no switch here.
     """
 
-    in_place_or_recreate: bool = True
     cpu_startup_boost: bool = False
     per_vpa_config: bool = False
     in_place: bool = False
@@ -857,7 +857,6 @@ class VerticalValidationOptions:
 
     is_create: bool = True
     allow_cpu_startup_boost: bool = False
-    allow_in_place_or_recreate: bool = True
     allow_per_vpa_config: bool = False
     allow_in_place: bool = False
     existing_controlled_resources: frozenset[str] = field(default_factory=frozenset)
@@ -882,7 +881,6 @@ def vertical_validation_options(
     return VerticalValidationOptions(
         is_create=old is None,
         allow_cpu_startup_boost=g.cpu_startup_boost or boost_in_use,
-        allow_in_place_or_recreate=g.in_place_or_recreate,
         allow_per_vpa_config=g.per_vpa_config or per_vpa_in_use,
         allow_in_place=g.in_place or in_place_in_use,
         existing_controlled_resources=existing,
@@ -962,18 +960,14 @@ def _update_policy_errors(
     else:
         if mode not in _UPDATE_MODES:
             errors.append(_not_supported(mode_path, mode, _UPDATE_MODES_LIST))
-        for gated, allowed, gate in (
-            ("InPlaceOrRecreate", opts.allow_in_place_or_recreate, "InPlaceOrRecreate"),
-            ("InPlace", opts.allow_in_place, "InPlace"),
-        ):
-            if mode == gated and not allowed:
-                errors.append(
-                    _forbidden(
-                        mode_path,
-                        f"in order to use UpdateMode {gated}, you must enable feature gate "
-                        f"{gate} in the admission-controller args",
-                    )
+        if mode == "InPlace" and not opts.allow_in_place:
+            errors.append(
+                _forbidden(
+                    mode_path,
+                    "in order to use UpdateMode InPlace, you must enable feature gate InPlace in "
+                    "the admission-controller args",
                 )
+            )
     if policy.min_replicas is not None and policy.min_replicas <= 0:
         errors.append(
             _invalid(

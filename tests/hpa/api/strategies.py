@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 import typing
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -102,7 +102,7 @@ def wire_objects(model: type[KubeModel]) -> st.SearchStrategy[dict[str, Any]]:
     for name, info in model.model_fields.items():
         wire = info.alias or to_camel(name)
         names |= {name, wire}
-        optional[wire] = st.deferred(partial(_annotation_strategy, hints[name]))
+        optional[wire] = _annotation_strategy(hints[name])
     unknown = st.dictionaries(
         st.sampled_from([k for k in UNKNOWN_KEYS if k not in names]), json_values, max_size=1
     )
