@@ -5,10 +5,17 @@ Source: kubernetes/kubernetes ``staging/src/k8s.io/apimachinery/pkg/api/resource
 ``quantity_subnano_test.go`` @ 0f22d8b9 and ``scale_int_test.go`` @ 0411cc70. Every case id
 starts with the Go test it comes from.
 
-Ported by observable behaviour: Go's ``int64Amount``/``inf.Dec`` split (``asDec`` loops,
-``AsInt64``, ``q.s`` string caching), ``Mul``'s "exact" flag, JSON/CBOR/pflag plumbing and
-``AsFloat64Slow`` have no counterpart here; ``TestJSON``/``TestQuantityRoundtripCBOR`` fuzzing is
-covered by the hypothesis round-trip properties in ``tests/hpa/core/test_quantity.py``.
+Ported by observable behaviour. Not ported, because they test Go representation or plumbing
+that has no counterpart here: ``TestDec``/``TestBigDec`` (inf.Dec printing), the ``asDec``/
+``AsInt64``/``q.s`` cache checks inside ``TestQuantityParse``/``TestQuantityString``/
+``TestNewSet`` (one exact representation here; the cache check becomes "the canonical text
+parses back to itself"), the two ``"invalidFormatDefaultsToExponent"`` rows of
+``TestMilliNewSet``/``TestNewSet`` (``Format`` is a closed enum), ``TestMul``'s "fits int64"
+flag, ``TestQuantityDeepCopy``/``TestDeepCopy``/``TestUninitializedNoCrash`` (immutable value),
+``TestQuantityAsFloat64Slow``/``TestStringQuantityAsFloat64Slow`` (no AsFloat64Slow),
+``TestJSON``/``TestJSONWhitespace``/``TestQuantityUnmarshalCBOR``/``TestQuantityRoundtripCBOR``/
+``ExampleQuantityValue`` (encoding lives in ``hpa.api``; the JSON/CBOR fuzz round trips are the
+hypothesis properties in ``tests/hpa/core/test_quantity.py``) and the benchmarks.
 """
 
 from __future__ import annotations
