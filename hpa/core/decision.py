@@ -60,7 +60,7 @@ from hpa.core.conditions import (
     remove_condition,
     set_condition,
 )
-from hpa.core.explain import Explanation, Stage, TraceEntry, format_names
+from hpa.core.explain import Explanation, Stage, TraceEntry, TraceValue
 from hpa.core.replicas import (
     PodInfo,
     PodMetric,
@@ -357,24 +357,24 @@ def _fetch_error_text(spec: MetricSpec, message: str, *, namespace: str) -> str:
     return message
 
 
-def _pod_details(calc: ReplicaCalculation) -> list[tuple[str, str]]:
+def _pod_details(calc: ReplicaCalculation) -> list[tuple[str, TraceValue]]:
     trace = calc.trace
-    details: list[tuple[str, str]] = [
-        ("usage ratio", f"{trace.usage_ratio:.4f}"),
-        ("tolerance", str(trace.tolerances)),
-        ("outcome", str(trace.outcome)),
+    details: list[tuple[str, TraceValue]] = [
+        ("usage ratio", trace.usage_ratio),
+        ("tolerance", trace.tolerances),
+        ("outcome", trace.outcome),
     ]
     if trace.ready_pod_count is not None:
-        details.append(("ready pods", str(trace.ready_pod_count)))
+        details.append(("ready pods", trace.ready_pod_count))
     if trace.ignored_pods:
-        details.append(("set aside: ignored (deleted or failed)", format_names(trace.ignored_pods)))
+        details.append(("set aside: ignored (deleted or failed)", trace.ignored_pods))
     if trace.unready_pods:
         treatment = "counted at 0 (scale-up)" if trace.unready_pods_counted_as_zero else "dropped"
         details.append(
             (
                 f"set aside: unready (pending, not ready or sample predates readiness), "
                 f"{treatment}",
-                format_names(trace.unready_pods),
+                trace.unready_pods,
             )
         )
     if trace.missing_pods:
@@ -384,18 +384,18 @@ def _pod_details(calc: ReplicaCalculation) -> list[tuple[str, str]]:
             fill = f"assumed at {trace.missing_pods_fill_milli}m"
         else:
             fill = "not filled (ratio exactly 1)"
-        details.append((f"missing samples, {fill}", format_names(trace.missing_pods)))
+        details.append((f"missing samples, {fill}", trace.missing_pods))
     if trace.superfluous_metrics:
-        details.append(("samples of unselected pods", format_names(trace.superfluous_metrics)))
+        details.append(("samples of unselected pods", trace.superfluous_metrics))
     if trace.rebalanced_usage_ratio is not None:
-        details.append(("re-balanced usage ratio", f"{trace.rebalanced_usage_ratio:.4f}"))
+        details.append(("re-balanced usage ratio", trace.rebalanced_usage_ratio))
     if trace.pod_count is not None:
-        details.append(("multiplied by pod count", str(trace.pod_count)))
+        details.append(("multiplied by pod count", trace.pod_count))
     return details
 
 
 def _metric_trace(
-    metric_name: str, calc: ReplicaCalculation, inputs: list[tuple[str, str]]
+    metric_name: str, calc: ReplicaCalculation, inputs: Sequence[tuple[str, TraceValue]]
 ) -> TraceEntry:
     return TraceEntry(
         Stage.METRIC,
@@ -497,8 +497,8 @@ def _compute_resource(
     inputs = [
         ("target", target_text),
         ("current", _format_value_status(current)),
-        ("samples", str(len(observation.metrics))),
-        ("selected pods", str(len(pods))),
+        ("samples", len(observation.metrics)),
+        ("selected pods", len(pods)),
     ]
     return _Proposal(
         calc.replica_count,
@@ -550,8 +550,8 @@ def _compute_pods(
     inputs = [
         ("target", f"average value {target}m"),
         ("current", _format_value_status(current)),
-        ("samples", str(len(observation.metrics))),
-        ("selected pods", str(len(pods))),
+        ("samples", len(observation.metrics)),
+        ("selected pods", len(pods)),
     ]
     return _Proposal(
         calc.replica_count,
@@ -718,7 +718,7 @@ def _compute_external(
     inputs = [
         ("target", target_text),
         ("current", _format_value_status(current)),
-        ("series", str(len(observation.values_milli))),
+        ("series", len(observation.values_milli)),
     ]
     if per_pod:
         inputs.append(("scale status.replicas", str(scale.status_replicas)))
@@ -924,7 +924,7 @@ def _compute_replicas_for_metrics(
         "ValidMetricFound",
         f"the HPA was able to successfully calculate a replica count from {metric_name}",
     )
-    details: tuple[tuple[str, str], ...] = ()
+    details: tuple[tuple[str, TraceValue], ...] = ()
     if first_failure is not None:
         details = (("failed metrics (scale-up allowed)", str(invalid_count)),)
     ctx.trace.append(
@@ -942,7 +942,7 @@ def _compute_replicas_for_metrics(
 
 def _normalization_trace(norm: Normalization, *, behavior: bool) -> list[TraceEntry]:
     entries: list[TraceEntry] = []
-    window = ", ".join(str(r) for r in norm.window_recommendations) or "-"
+    window = norm.window_recommendations
     if norm.stabilized_replicas != norm.prenormalized_desired_replicas:
         entries.append(
             TraceEntry(
@@ -960,7 +960,7 @@ def _normalization_trace(norm: Normalization, *, behavior: bool) -> list[TraceEn
                 (("recommendations in the window", window),),
             )
         )
-    limits: list[tuple[str, str]] = []
+    limits: list[tuple[str, TraceValue]] = []
     if norm.scale_up_limit is not None:
         label = "scale-up policy limit" if behavior else "scale-up limit max(factor*current, min)"
         limits.append((label, str(norm.scale_up_limit)))

@@ -30,17 +30,32 @@ class Stage(StrEnum):
     RESCALE = "rescale"
 
 
+TraceValue = object
+"""A detail's value (str, int, float, tuple, frozenset of names...), formatted when rendered."""
+
+
+def format_value(value: TraceValue) -> str:
+    """Render a detail: floats to 4 decimals, name sets sorted and bounded, tuples joined."""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, frozenset):
+        return format_names(value)
+    if isinstance(value, tuple):
+        return ", ".join(str(item) for item in value) or "-"
+    return str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class TraceEntry:
-    """One step: a one-line summary and ordered ``(key, value)`` details."""
+    """One step: a one-line summary and ordered ``(key, value)`` details (values kept raw)."""
 
     stage: Stage
     summary: str
-    details: tuple[tuple[str, str], ...] = ()
+    details: tuple[tuple[str, TraceValue], ...] = ()
 
     def render(self) -> str:
         lines = [f"[{self.stage}] {self.summary}"]
-        lines.extend(f"    {key}: {value}" for key, value in self.details)
+        lines.extend(f"    {key}: {format_value(value)}" for key, value in self.details)
         return "\n".join(lines)
 
 
@@ -61,7 +76,7 @@ class Explanation:
         return self.render()
 
 
-def format_names(names: frozenset[str] | tuple[str, ...], *, limit: int = 10) -> str:
+def format_names(names: frozenset[str], *, limit: int = 10) -> str:
     """A sorted, bounded list of pod names for a trace detail."""
     ordered = sorted(names)
     if len(ordered) <= limit:
