@@ -40,8 +40,14 @@ Deliberate deviations (all documented in docs/api-validation.md):
 * The per-direction ``tolerance`` is always allowed (upstream's ``HPAConfigurableTolerance`` gate,
   beta and on by default); a negative one is rejected.
 * A bad Quantity is shown as its quoted string; upstream's ``field.Invalid`` prints a Go struct.
+* The ``tolerance`` message (``must be greater or equal to zero``) follows upstream's test
+  expectation; the Go source of that line was not available to compare.
 * Object metadata checks are limited to ``name`` and ``namespace`` (labels, annotations, owner
   references and managed fields were already checked by the API server that served the object).
+* Container resource names are checked against a fixed list of standard names (cpu, memory,
+  ephemeral-storage, hugepages-*, quota names) rather than upstream's full helper tables.
+* ``InPlaceOrRecreate`` is not gated: the newest admission controller's tests accept it with every
+  gate off.
 * Go iterates maps and sets in random order; we report in sorted order.
 """
 
