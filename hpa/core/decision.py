@@ -84,6 +84,8 @@ from hpa.core.spec import (
     MetricSourceType,
     MetricSpec,
     MetricTargetType,
+    ResolvedRules,
+    ScalingRules,
     default_behavior,
     default_spec,
     format_label_selector,
@@ -940,32 +942,49 @@ def _compute_replicas_for_metrics(
 # ----------------------------------------------------------------------------------- decide
 
 
-def _normalization_trace(norm: Normalization, *, behavior: bool) -> list[TraceEntry]:
+def _format_policies(rules: ScalingRules) -> str:
+    policies = ", ".join(
+        f"{p.type} {p.value} per {p.period_seconds}s" for p in rules.policies or ()
+    )
+    return f"{rules.select_policy} of [{policies}]"
+
+
+def _normalization_trace(
+    norm: Normalization,
+    *,
+    rules: ResolvedRules | None,
+    settings: HorizontalSettings,
+    min_replicas: int,
+    max_replicas: int,
+) -> list[TraceEntry]:
     entries: list[TraceEntry] = []
-    window = norm.window_recommendations
+    windows: tuple[tuple[str, TraceValue], ...]
+    if rules is None:
+        windows = (("down window (flag)", f"{settings.downscale_stabilization_seconds}s"),)
+    else:
+        windows = (
+            ("up window", f"{rules.scale_up_stabilization_window_seconds}s"),
+            ("down window", f"{rules.scale_down_stabilization_window_seconds}s"),
+        )
+    details = (*windows, ("recommendations in the window", norm.window_recommendations))
     if norm.stabilized_replicas != norm.prenormalized_desired_replicas:
-        entries.append(
-            TraceEntry(
-                Stage.STABILIZATION,
-                f"{norm.able_to_scale_reason}: {norm.prenormalized_desired_replicas} -> "
-                f"{norm.stabilized_replicas}",
-                (("recommendations in the window", window),),
-            )
+        summary = (
+            f"{norm.able_to_scale_reason}: {norm.prenormalized_desired_replicas} -> "
+            f"{norm.stabilized_replicas}"
         )
     else:
-        entries.append(
-            TraceEntry(
-                Stage.STABILIZATION,
-                f"not clipped: {norm.stabilized_replicas}",
-                (("recommendations in the window", window),),
-            )
-        )
-    limits: list[tuple[str, TraceValue]] = []
+        summary = f"not clipped: {norm.stabilized_replicas}"
+    entries.append(TraceEntry(Stage.STABILIZATION, summary, details))
+    limits: list[tuple[str, TraceValue]] = [("min", min_replicas), ("max", max_replicas)]
     if norm.scale_up_limit is not None:
-        label = "scale-up policy limit" if behavior else "scale-up limit max(factor*current, min)"
-        limits.append((label, str(norm.scale_up_limit)))
-    if norm.scale_down_limit is not None:
-        limits.append(("scale-down policy limit", str(norm.scale_down_limit)))
+        if rules is None:
+            limits.append(("scale-up limit max(factor*current, minimum)", norm.scale_up_limit))
+        else:
+            limits.append(("scale-up policies", _format_policies(rules.scale_up)))
+            limits.append(("scale-up policy limit", norm.scale_up_limit))
+    if norm.scale_down_limit is not None and rules is not None:
+        limits.append(("scale-down policies", _format_policies(rules.scale_down)))
+        limits.append(("scale-down policy limit", norm.scale_down_limit))
     stage = (
         Stage.POLICY if norm.limit.reason in ("ScaleUpLimit", "ScaleDownLimit") else Stage.BOUNDS
     )
@@ -1162,7 +1181,8 @@ def decide(
             rescale_reason = f"{rescale_metric} above target"
         if desired_replicas < current_replicas:
             rescale_reason = "All metrics below target"
-        if behavior is None:
+        rules = resolve_behavior(behavior, settings) if behavior is not None else None
+        if rules is None:
             norm = normalize_desired_replicas(
                 recommendations,
                 desired_replicas,
@@ -1178,7 +1198,7 @@ def decide(
             norm = normalize_desired_replicas_with_behaviors(
                 recommendations,
                 desired_replicas,
-                rules=resolve_behavior(behavior, settings),
+                rules=rules,
                 current_replicas=current_replicas,
                 min_replicas=min_replicas,
                 max_replicas=max_replicas,
@@ -1199,7 +1219,15 @@ def decide(
             norm.limit.reason,
             norm.limit.message,
         )
-        ctx.trace.extend(_normalization_trace(norm, behavior=behavior is not None))
+        ctx.trace.extend(
+            _normalization_trace(
+                norm,
+                rules=rules,
+                settings=settings,
+                min_replicas=min_replicas,
+                max_replicas=max_replicas,
+            )
+        )
         desired_replicas = norm.desired_replicas
         if (
             settings.scale_to_zero_enabled
