@@ -1030,7 +1030,7 @@ def _ready(status: ConditionStatus, last_transition: datetime) -> PodCondition:
 
 
 GROUP_PODS_CASES = [
-    pytest.param([], {}, RESOURCE_CPU, 0, set(), set(), set(), id="void"),
+    pytest.param([], {}, RESOURCE_CPU, 0, set(), set(), set(), id="TestGroupPods/void"),
     pytest.param(
         [PodInfo(name="bentham", phase=PodPhase.SUCCEEDED)],
         {"bentham": PodMetric(value_milli=1, timestamp=NOW, window_seconds=60)},
@@ -1039,7 +1039,7 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         set(),
-        id="count in a ready pod - memory",
+        id="TestGroupPods/count in a ready pod - memory",
     ),
     pytest.param(
         [PodInfo(name="lucretius", phase=PodPhase.SUCCEEDED, start_time=NOW)],
@@ -1049,7 +1049,7 @@ GROUP_PODS_CASES = [
         {"lucretius"},
         set(),
         set(),
-        id="unready a pod without ready condition - CPU",
+        id="TestGroupPods/unready a pod without ready condition - CPU",
     ),
     pytest.param(
         [
@@ -1066,7 +1066,10 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         set(),
-        id="count in a ready pod with fresh metrics during initialization period - CPU",
+        id=(
+            "TestGroupPods/"
+            "count in a ready pod with fresh metrics during initialization period - CPU"
+        ),
     ),
     pytest.param(
         [
@@ -1083,7 +1086,10 @@ GROUP_PODS_CASES = [
         {"bentham"},
         set(),
         set(),
-        id="unready a ready pod without fresh metrics during initialization period - CPU",
+        id=(
+            "TestGroupPods/"
+            "unready a ready pod without fresh metrics during initialization period - CPU"
+        ),
     ),
     pytest.param(
         [
@@ -1100,7 +1106,7 @@ GROUP_PODS_CASES = [
         {"lucretius"},
         set(),
         set(),
-        id="unready an unready pod during initialization period - CPU",
+        id="TestGroupPods/unready an unready pod during initialization period - CPU",
     ),
     pytest.param(
         [
@@ -1117,7 +1123,10 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         set(),
-        id="count in a ready pod without fresh metrics after initialization period - CPU",
+        id=(
+            "TestGroupPods/"
+            "count in a ready pod without fresh metrics after initialization period - CPU"
+        ),
     ),
     pytest.param(
         [
@@ -1134,7 +1143,9 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         set(),
-        id="count in an unready pod that was ready after initialization period - CPU",
+        id=(
+            "TestGroupPods/count in an unready pod that was ready after initialization period - CPU"
+        ),
     ),
     pytest.param(
         [
@@ -1151,7 +1162,9 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         set(),
-        id="unready pod that has never been ready after initialization period - CPU",
+        id=(
+            "TestGroupPods/unready pod that has never been ready after initialization period - CPU"
+        ),
     ),
     pytest.param(
         [PodInfo(name="epicurus", phase=PodPhase.SUCCEEDED, start_time=_ago(minutes=3))],
@@ -1161,7 +1174,7 @@ GROUP_PODS_CASES = [
         set(),
         {"epicurus"},
         set(),
-        id="a missing pod",
+        id="TestGroupPods/a missing pod",
     ),
     pytest.param(
         [
@@ -1180,7 +1193,7 @@ GROUP_PODS_CASES = [
         {"lucretius"},
         {"epicurus"},
         set(),
-        id="several pods",
+        id="TestGroupPods/several pods",
     ),
     pytest.param(
         [PodInfo(name="unscheduled", phase=PodPhase.PENDING)],
@@ -1190,7 +1203,7 @@ GROUP_PODS_CASES = [
         {"unscheduled"},
         set(),
         set(),
-        id="pending pods are unreadied",
+        id="TestGroupPods/pending pods are unreadied",
     ),
     pytest.param(
         [
@@ -1206,7 +1219,7 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         {"deleted"},
-        id="ignore pods with deletion timestamps",
+        id="TestGroupPods/ignore pods with deletion timestamps",
     ),
     pytest.param(
         [PodInfo(name="failed", phase=PodPhase.FAILED)],
@@ -1216,7 +1229,7 @@ GROUP_PODS_CASES = [
         set(),
         set(),
         {"failed"},
-        id="ignore pods in a failed state",
+        id="TestGroupPods/ignore pods in a failed state",
     ),
 ]
 
