@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpa.core.behavior import TimestampedRecommendation
@@ -56,6 +56,8 @@ from hpa.core.spec import (
     ScalingRules,
 )
 
+# generation of these inputs is legitimately slow on a loaded 2-core CI runner
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 NOW = datetime(2026, 5, 4, 10, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(hours=2)
 SETTINGS = HorizontalSettings()
@@ -617,7 +619,7 @@ def decide_scenario(s: Scenario, *, succeeded: bool = True) -> Decision:
     )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000, deadline=None, suppress_health_check=SLOW_OK)
 @given(scenarios())
 def test_desired_replicas_stay_within_min_and_max(s: Scenario) -> None:
     decision = decide_scenario(s)
@@ -630,7 +632,7 @@ def test_desired_replicas_stay_within_min_and_max(s: Scenario) -> None:
             assert decision.status.desired_replicas == decision.desired_replicas
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000, deadline=None, suppress_health_check=SLOW_OK)
 @given(scenarios())
 def test_no_scale_down_while_any_metric_failed(s: Scenario) -> None:
     decision = decide_scenario(s)
@@ -640,7 +642,7 @@ def test_no_scale_down_while_any_metric_failed(s: Scenario) -> None:
         assert decision.desired_replicas > s.replicas
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000, deadline=None, suppress_health_check=SLOW_OK)
 @given(scenarios())
 def test_the_decision_is_deterministic_for_equal_inputs(s: Scenario) -> None:
     copy = Scenario(
