@@ -587,7 +587,7 @@ def _compute_object(
             "invalid object metric source: neither a value target nor an average value target "
             "was set"
         )
-        raise _MetricError("FailedGetObjectMetric", inner, inner)
+        raise _MetricError("FailedGetObjectMetric", inner, wrap + inner)
 
     def fail(inner: str) -> _MetricError:
         returned = (
