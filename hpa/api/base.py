@@ -15,7 +15,8 @@ Rules every model in :mod:`hpa.api` follows:
   therefore loses nothing and adds nothing.
 * Reading goes by wire name only (:func:`from_dict`, :func:`from_json`), so an unknown field whose
   key happens to equal one of our snake_case attribute names is still kept as an unknown field.
-  Python code builds models by attribute name (``validate_by_name``).
+  Python code builds models by attribute name (``validate_by_name``); assignments are validated
+  too, so a naive datetime or a malformed quantity is rejected where it is set.
 * Fields that Go always serializes (no ``omitempty``) have Go's zero value as default
   (``""``, ``0``, ``False``), so they are never ``None`` for consumers; optional pointers are
   ``X | None``.
@@ -52,6 +53,7 @@ class KubeModel(BaseModel):
         validate_by_alias=True,
         serialize_by_alias=True,
         extra="allow",
+        validate_assignment=True,
     )
 
     @classmethod

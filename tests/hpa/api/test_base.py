@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec
 from hpa.api.base import from_dict, from_json, to_dict, to_json, unknown_fields
-from hpa.api.pod import Pod
+from hpa.api.pod import Container, ContainerStateTerminated, Pod
 
 
 def test_unknown_fields_survive_at_every_level() -> None:
@@ -43,9 +48,11 @@ def test_in_place_changes_to_defaults_are_written() -> None:
     pod = Pod.from_dict({"metadata": {"name": "p"}})
     pod.metadata.labels["app"] = "web"
     pod.status.conditions = []
+    pod.spec.containers.append(Container(name="c"))
     written = pod.to_dict()
     assert written["metadata"] == {"name": "p", "labels": {"app": "web"}}
     assert written["status"] == {"conditions": []}
+    assert written["spec"] == {"containers": [{"name": "c"}]}
 
 
 def test_function_forms_match_methods() -> None:
@@ -54,3 +61,11 @@ def test_function_forms_match_methods() -> None:
     assert to_dict(hpa) == {"spec": {"maxReplicas": 1}}
     assert to_json(hpa) == b'{"spec":{"maxReplicas":1}}'
     assert from_dict(HorizontalPodAutoscaler, to_dict(hpa)) == hpa
+
+
+def test_assignments_are_validated() -> None:
+    terminated = ContainerStateTerminated()
+    with pytest.raises(ValidationError):
+        terminated.finished_at = datetime(2026, 1, 1)  # noqa: DTZ001 - naive on purpose
+    terminated.finished_at = datetime(2026, 1, 1, 0, 0, 0, 700000, tzinfo=UTC)
+    assert terminated.to_dict() == {"finishedAt": "2026-01-01T00:00:00Z"}
