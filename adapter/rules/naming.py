@@ -129,6 +129,21 @@ class ResourceConverter:
         self._label_to_resource[label] = resource
         return label
 
+    def resource_for_label(self, label: str) -> GroupResource | None:
+        """The normalized group-resource a Prometheus label names, if any (override or template)."""
+        resource = self._label_to_resource.get(label)
+        if resource is not None or self._extractor is None:
+            return resource
+        extracted = self._extractor.group_resource_for_label(label)
+        if extracted is None:
+            return None
+        try:
+            resource = self._mapper.resource_for(GroupResource(*extracted))
+        except UnknownResourceError:
+            return None
+        self._label_to_resource[label] = resource
+        return resource
+
     def resources_for_series(self, series: Series) -> tuple[list[GroupResource], bool]:
         """``ResourcesForSeries``: the group-resources the series' labels name, and "namespaced".
 
@@ -292,11 +307,11 @@ class MetricsQuery:
 class MetricNamer:
     """``metricNamer``: one compiled rule."""
 
-    def __init__(self, rule: DiscoveryRule, converter: ResourceConverter) -> None:
+    def __init__(self, rule: DiscoveryRule, resource_converter: ResourceConverter) -> None:
         self.rule = rule
-        self.converter = converter
+        self.resource_converter = resource_converter
         self.metrics_query = MetricsQuery(
-            rule.metrics_query_template, converter, namespaced=rule.namespaced
+            rule.metrics_query_template, resource_converter, namespaced=rule.namespaced
         )
 
     @property
@@ -351,10 +366,13 @@ class MetricNamer:
         )
 
     def label_for_resource(self, resource: GroupResource) -> str:
-        return self.converter.label_for_resource(resource)
+        return self.resource_converter.label_for_resource(resource)
+
+    def resource_for_label(self, label: str) -> GroupResource | None:
+        return self.resource_converter.resource_for_label(label)
 
     def resources_for_series(self, series: Series) -> tuple[list[GroupResource], bool]:
-        return self.converter.resources_for_series(series)
+        return self.resource_converter.resources_for_series(series)
 
 
 def resource_converter_for(

@@ -23,7 +23,7 @@ from adapter.rules.naming import MetricsQuery, ResourceConverter, resource_conve
 class ResourceQuery:
     """``resourceQuery``: the queries for one resource (CPU or memory)."""
 
-    converter: ResourceConverter
+    resource_converter: ResourceConverter
     container_query: MetricsQuery
     node_query: MetricsQuery
     container_label: str
@@ -36,7 +36,7 @@ class ResourceQuery:
             rule.resources, mapper, source=source, rule=f"resourceRules.{name}", field_prefix=""
         )
         return cls(
-            converter=converter,
+            resource_converter=converter,
             container_query=MetricsQuery(rule.container_query_template, converter),
             node_query=MetricsQuery(rule.node_query_template, converter),
             container_label=rule.container_label,
@@ -58,11 +58,11 @@ class ResourceQuery:
 
     def pod_label(self) -> str:
         """The label whose value names the pod in container query results."""
-        return self.converter.label_for_resource(PODS)
+        return self.resource_converter.label_for_resource(PODS)
 
     def node_label(self) -> str:
         """The label whose value names the node in node query results."""
-        return self.converter.label_for_resource(NODES)
+        return self.resource_converter.label_for_resource(NODES)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,12 @@ def test_label_template_and_overrides() -> None:
         "kube_networking_k8s_io_ingress"
     )
     assert TEMPLATED.label_for_resource(GroupResource("", "namespaces")) == "ns"
+    assert TEMPLATED.resource_for_label("kube_apps_statefulset") == GroupResource(
+        "apps", "statefulsets"
+    )
+    assert TEMPLATED.resource_for_label("ns") == GroupResource("", "namespaces")
+    assert TEMPLATED.resource_for_label("kube_nope_widget") is None
+    assert TEMPLATED.resource_for_label("pod") is None
 
 
 def test_resources_for_series() -> None:
