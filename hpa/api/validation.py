@@ -93,6 +93,7 @@ __all__ = [
     "ErrorType",
     "FieldError",
     "HorizontalValidationOptions",
+    "Verbatim",
     "VerticalValidationOptions",
     "VpaFeatureGates",
     "format_go_float",

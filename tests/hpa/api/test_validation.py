@@ -14,6 +14,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hpa.api.autoscaling_v1 import Scale
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
@@ -1280,3 +1282,54 @@ def test_field_error_text_matches_go() -> None:
         "0.0001",
     ]
     assert ErrorType.NOT_SUPPORTED.cause_type == "FieldValueNotSupported"
+
+
+_policy_values = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Pods", "Percent", "hm"]),
+        "value": st.integers(-3, 10),
+        "periodSeconds": st.integers(-3, 2000),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    window=st.none() | st.integers(-10, 4000),
+    select=st.none() | st.sampled_from(["Max", "Min", "Disabled", "Sometimes"]),
+    policies=st.lists(_policy_values, max_size=3),
+    tolerance=st.none() | st.sampled_from(["0", "0.05", "-0.01", "10", "-1m"]),
+)
+def test_behavior_errors_are_exactly_the_out_of_range_fields(
+    window: int | None,
+    select: str | None,
+    policies: list[dict[str, Any]],
+    tolerance: str | None,
+) -> None:
+    rules: dict[str, Any] = {"policies": policies}
+    for key, value in (
+        ("stabilizationWindowSeconds", window),
+        ("selectPolicy", select),
+        ("tolerance", tolerance),
+    ):
+        if value is not None:
+            rules[key] = value
+    path = "spec.behavior.scaleDown"
+    expected = set()
+    if window is not None and not 0 <= window <= 3600:
+        expected.add(f"{path}.stabilizationWindowSeconds")
+    if select == "Sometimes":
+        expected.add(f"{path}.selectPolicy")
+    if not policies:
+        expected.add(f"{path}.policies")
+    for i, policy in enumerate(policies):
+        if policy["type"] == "hm":
+            expected.add(f"{path}.policies[{i}].type")
+        if policy["value"] <= 0:
+            expected.add(f"{path}.policies[{i}].value")
+        if not 1 <= policy["periodSeconds"] <= 1800:
+            expected.add(f"{path}.policies[{i}].periodSeconds")
+    if tolerance is not None and tolerance.startswith("-"):
+        expected.add(f"{path}.tolerance")
+    errors = validate_horizontal_pod_autoscaler(_hpa(behavior={"scaleDown": rules}))
+    assert {e.path for e in errors} == expected
