@@ -1,6 +1,6 @@
 """Parity with prometheus-adapter ``pkg/external-provider/query_builder_test.go``.
 
-Every ``Test*QueryWith{No,One,Multiple}LabelValues`` case (8 operators x 3 = 24),
+Every ``Test*QueryWith{No,One,Multiple}LabelValues`` case (9 operators x 3 = 27),
 ``TestBadQueryPartsDontBuildQueries`` and ``TestQueryWithGroupBy``. Today's upstream runs the same
 ``selectMatcher``/``selectTargetValue`` logic from ``pkg/naming/metrics_query.go``; here it is
 ``MetricsQuery.build_external`` of a non-namespaced rule (upstream's builder had no namespace).
