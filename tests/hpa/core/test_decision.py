@@ -662,3 +662,42 @@ def test_the_decision_is_deterministic_for_equal_inputs(s: Scenario) -> None:
     second = decide_scenario(copy)
     assert first == second
     assert first.explanation.render() == second.explanation.render()
+
+
+def test_a_spike_scales_up_at_once_and_down_only_after_the_stabilization_window() -> None:
+    """Reconcile every 15 s, carrying history and status from one decision to the next."""
+    hpa = spec(CPU, max_replicas=20)
+    replicas = 4
+    history = History()
+    status = HorizontalPodAutoscalerStatus(current_replicas=4, desired_replicas=4)
+    sizes: list[tuple[int, int]] = []
+    for tick in range(30):
+        now = NOW + timedelta(seconds=15 * tick)
+        usage = 1000 if tick == 0 else 100  # one hot sample, then 10 % of request
+        decision = decide(
+            hpa,
+            current=CurrentScale(replicas, replicas, "app=worker"),
+            observations=[
+                PodMetricsObservation(
+                    {
+                        f"p{i}": PodMetric(usage, now - timedelta(seconds=5), 30.0)
+                        for i in range(replicas)
+                    },
+                    timestamp=now,
+                )
+            ],
+            pods=[pod(f"p{i}") for i in range(replicas)],
+            history=history,
+            previous_status=status,
+            now=now,
+            settings=SETTINGS,
+        )
+        if decision.rescale:
+            decision = apply_rescale_result(decision, succeeded=True, now=now)
+            replicas = decision.desired_replicas
+            sizes.append((15 * tick, replicas))
+        history, status = decision.history, decision.status
+    # Up to 8 at once (2 x current, the legacy limit). Down only when the recommendations of t=0
+    # leave the 300 s window: at t=300 they are exactly on the cutoff and still count (Go's
+    # Before is strict), at t=315 they are out, and the 2s logged since t=15 set the size.
+    assert sizes == [(0, 8), (315, 2)]
