@@ -243,7 +243,8 @@ class _Translator:
                 self.pos += 1
             elif char == "\\":
                 out.append(self._escape(in_class=True))
-            elif char in "[&~|":
+            elif char in "[&~|" or (char == "-" and out[-1] == "-"):
+                # Python warns about (future) set operations on [, &&, ~~, || and --.
                 out.append("\\" + char)
                 self.pos += 1
             elif char == "]":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapter.rules import GoRegexError
 from adapter.rules.goregex import compile_go_regex
@@ -89,3 +91,19 @@ def test_no_match_expands_to_none() -> None:
 def test_subexp_count() -> None:
     assert compile_go_regex("a").subexp_count == 0
     assert compile_go_regex("(a)(?:b)(?P<c>c)").subexp_count == 2
+
+
+@settings(max_examples=500, deadline=None)
+@given(pattern=st.text(alphabet="ab.*+?()[]{}^$|\\-,:=!<>&~019PQEpzxu ", max_size=14))
+def test_any_pattern_compiles_or_is_refused_cleanly(pattern: str) -> None:
+    """No crash, no Python warning (warnings are errors here): a GoRegexp or a GoRegexError."""
+    try:
+        compiled = compile_go_regex(pattern)
+    except GoRegexError:
+        return
+    compiled.match_string("ab.()")
+
+
+def test_dash_runs_in_classes_keep_go_ranges() -> None:
+    assert compile_go_regex("[+--]").match_string(",")
+    assert not compile_go_regex("[+--]").match_string("a")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapter.rules import RuleEvaluationError, TemplateError
 from adapter.rules.config import GROUP_RESOURCE_ARGS, QUERY_TEMPLATE_ARGS
@@ -118,3 +122,14 @@ def test_resource_label_template() -> None:
     assert template.execute(args) == "kube_apps_deployment"
     with pytest.raises(TemplateError, match="can't evaluate field Series"):
         parse_template("<<.Series>>", name="resource-label", root=GROUP_RESOURCE_ARGS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(source=st.text(alphabet="<>-. $:=|()\"`'/*abdefGilnorsuxy019,", max_size=30))
+def test_any_source_parses_or_is_refused_cleanly(source: str) -> None:
+    try:
+        template = parse_template(source, name="metrics-query", root=QUERY_TEMPLATE_ARGS)
+    except TemplateError:
+        return
+    with contextlib.suppress(RuleEvaluationError):
+        template.execute(query_args())
