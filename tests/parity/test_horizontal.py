@@ -2537,3 +2537,64 @@ def test_avoid_unnecessary_updates() -> None:
     )
     assert not decision.rescale
     assert decision.status == previous  # updateStatusIfNeeded writes nothing
+
+
+# ====================================== test/integration/podautoscaler: TestHPAWithTolerance
+
+
+def test_hpa_with_tolerance() -> None:
+    """TestHPAWithTolerance (integration): 5 % up / 50 % down tolerances, 100 per pod.
+
+    An External metric with an AverageValue target of 100, 35 replicas, metric 3500. The
+    integration test waits for the Deployment; here the reconcile loop runs every 15 s with the
+    controller defaults (HPAConfigurableTolerance on) and ``status.replicas`` follows the scale.
+    """
+    hpa = HorizontalPodAutoscalerSpec(
+        scale_target_ref=CrossVersionObjectReference("Deployment", "test", "apps/v1"),
+        min_replicas=1,
+        max_replicas=1000,
+        metrics=(
+            MetricSpec.for_external(
+                ExternalMetricSource(
+                    MetricIdentifier("external-metric"),
+                    MetricTarget(MetricTargetType.VALUE, average_value_milli=_milli("100")),
+                )
+            ),
+        ),
+        behavior=HorizontalPodAutoscalerBehavior(
+            scale_up=ScalingRules(tolerance=0.05), scale_down=ScalingRules(tolerance=0.5)
+        ),
+    )
+    settings = HorizontalSettings()
+    replicas = 35
+    history = History()
+    status = HorizontalPodAutoscalerStatus(current_replicas=35, desired_replicas=35)
+    clock = [NOW]
+
+    def reconcile(metric: str) -> int:
+        nonlocal replicas, history, status
+        clock[0] += timedelta(seconds=15)
+        decision = decide(
+            hpa,
+            current=CurrentScale(replicas, replicas, "app=test"),
+            observations=[ExternalMetricObservation((_milli(metric),), timestamp=clock[0])],
+            pods=[],
+            history=history,
+            previous_status=status,
+            now=clock[0],
+            settings=settings,
+        )
+        if decision.rescale:
+            decision = apply_rescale_result(decision, succeeded=True, now=clock[0])
+            replicas = decision.desired_replicas
+        history, status = decision.history, decision.status
+        return replicas
+
+    # scale_up: 3700 is 6 % above 35 x 100
+    assert max(reconcile("3700") for _ in range(5)) == 37
+    # scale_up_in_tolerance: 3800 is 3 % above 37 x 100
+    assert max(reconcile("3800") for _ in range(40)) == 37
+    # scale_down: 1000 is 74 % below; it happens once the 5 min window has passed
+    assert min(reconcile("1000") for _ in range(40)) == 10
+    # scale_down_in_tolerance: 800 is 20 % below 10 x 100
+    assert min(reconcile("800") for _ in range(40)) == 10
