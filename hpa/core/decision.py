@@ -27,10 +27,14 @@ on ns name/<error>``).
 
 Deliberate deviations (argued in ``docs/hpa-core.md`` and ``docs/scale-to-zero.md``):
 
+* No fetching and no writing (the split above); one ``now`` for the whole reconcile where upstream
+  calls ``time.Now()`` a few microseconds apart.
 * The pod-overlap check of ``validateAndParseSelector`` needs every HPA's selector; the controller
-  does it and passes the result in :class:`SelectorCheck` (the keys of the HPAs selecting the pods).
+  does it and passes the result in :class:`SelectorCheck` (the keys of the HPAs selecting the pods,
+  printed in the given order where upstream prints a map's keys in random order).
 * Feature gates are settings: ``HPAScaleToZero`` on (KEP-2021 semantics) or off (the pre-KEP
-  controller, which evaluates metrics at zero replicas whenever ``minReplicas`` is 0), and
+  controller, which evaluates metrics at zero replicas whenever ``minReplicas`` is 0, and which here
+  also drops a stale ``ScaledToZero`` condition on the next successful rescale), and
   ``HPAConfigurableTolerance``.
 * Metric statuses of failed metrics are ``MetricStatus(type="")``, Go's zero value that upstream
   writes in their place.
