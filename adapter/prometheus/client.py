@@ -1,0 +1,318 @@
+"""An asyncio client for the Prometheus HTTP API: instant and range queries, series.
+
+Upstream counterpart: prometheus-adapter ``pkg/client/api.go`` (``httpAPIClient.Do``,
+``queryClient.Query``/``QueryRange``/``Series``, ``timeoutFromContext``) and
+``pkg/client/metrics/metrics.go`` (the request duration histogram, same name).
+
+As upstream: status codes other than 2xx, 400, 422 and 503 are "unknown response code" errors
+(those four carry the API's JSON envelope); an envelope with ``status: error`` becomes a typed
+error with Prometheus's ``errorType`` and message; the caller's deadline is sent as ``timeout``.
+
+Deliberate deviations:
+
+- ``timeout`` is the time *left* until the deadline (upstream computes ``now - deadline``, a
+  negative duration), and the deadline is also enforced locally: a caller never waits longer.
+- At most ``max_concurrent_requests`` requests are in flight; the rest queue within their deadline.
+- Concurrent identical requests (same endpoint and parameters, ``timeout`` aside) are coalesced
+  into one HTTP request (``SingleFlight``). Joiners share the first caller's request and so its
+  deadline toward Prometheus, while each still stops waiting at its own deadline.
+- Cancelling a caller cancels the HTTP request unless other callers still wait for it.
+- Instant queries send no ``time`` unless asked: Prometheus evaluates at its own "now", and
+  identical concurrent queries stay identical (and coalesce).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+import orjson
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from adapter.prometheus.connection import Credentials, PrometheusConnection
+from adapter.prometheus.errors import (
+    ERROR_TIMEOUT,
+    PrometheusAPIError,
+    PrometheusConnectionError,
+    PrometheusError,
+    PrometheusHTTPError,
+    PrometheusResponseError,
+    PrometheusTimeoutError,
+)
+from adapter.prometheus.results import (
+    InstantResult,
+    RangeSeries,
+    decode_instant,
+    decode_matrix,
+    decode_series,
+    series_selectors,
+)
+from adapter.prometheus.singleflight import SingleFlight
+from adapter.rules import Series
+
+log = structlog.get_logger(__name__)
+
+QUERY_PATH = "/api/v1/query"
+QUERY_RANGE_PATH = "/api/v1/query_range"
+SERIES_PATH = "/api/v1/series"
+_JSON_STATUSES = frozenset({400, 422, 503})
+
+Params = tuple[tuple[str, str], ...]
+
+
+class ClientMetrics:
+    """The client's own metrics, on an injected registry. Label values are closed sets: ``path``
+    is one of the three API paths, ``error`` one of Prometheus's error types, ``bad_response``,
+    ``timeout`` or ``connection``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.request_duration = Histogram(
+            "prometheus_adapter_prometheus_client_request_duration_seconds",
+            "Prometheus client query latency in seconds, by API path.",
+            ["path"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "prometheus_adapter_prometheus_client_errors_total",
+            "Prometheus requests that failed, by API path and error type.",
+            ["path", "error"],
+            registry=registry,
+        )
+        self.coalesced = Counter(
+            "prometheus_adapter_prometheus_client_coalesced_total",
+            "Calls that shared an identical request already in flight, by API path.",
+            ["path"],
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "prometheus_adapter_prometheus_client_in_flight_requests",
+            "HTTP requests to Prometheus in flight.",
+            registry=registry,
+        )
+
+
+def format_seconds(value: float) -> str:
+    """A Unix time or duration as Prometheus's API accepts it (float seconds, ms precision)."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def format_timeout(seconds: float) -> str:
+    """The ``timeout`` parameter: whole milliseconds, at least 1 (``model.ParseDuration``)."""
+    return f"{max(1, int(seconds * 1000))}ms"
+
+
+class PrometheusClient:
+    """One Prometheus endpoint. Use ``async with`` (or ``close()``) to release connections.
+
+    ``session``: an aiohttp session to use instead of the client's own (the caller closes it;
+    TLS settings of the connection then do not apply).
+    """
+
+    def __init__(
+        self,
+        connection: PrometheusConnection,
+        *,
+        registry: CollectorRegistry | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.connection = connection
+        self._base_url = connection.url.rstrip("/")
+        self._credentials = Credentials(connection)
+        self._session = session
+        self._own_session = session is None
+        self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
+        self._flights: SingleFlight[tuple[str, str, Params], Any] = SingleFlight()
+        self.metrics = ClientMetrics(registry if registry is not None else CollectorRegistry())
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            tls = self.connection.tls
+            connector = aiohttp.TCPConnector(ssl=tls.ssl_context() if tls is not None else True)
+            self._session = aiohttp.ClientSession(connector=connector)
+        return self._session
+
+    # ------------------------------------------------------------------ API
+
+    async def query(
+        self,
+        query: str,
+        *,
+        time_seconds: float | None = None,
+        timeout_seconds: float | None = None,
+    ) -> InstantResult:
+        """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given)."""
+        params: list[tuple[str, str]] = [("query", query)]
+        if time_seconds is not None:
+            params.append(("time", format_seconds(time_seconds)))
+        data = await self._call(QUERY_PATH, tuple(params), timeout_seconds)
+        return decode_instant(data, endpoint=QUERY_PATH)
+
+    async def query_range(
+        self,
+        query: str,
+        *,
+        start_seconds: float,
+        end_seconds: float,
+        step_seconds: float,
+        timeout_seconds: float | None = None,
+    ) -> list[RangeSeries]:
+        """``QueryRange``: a range query from ``start`` to ``end`` every ``step`` seconds."""
+        if step_seconds <= 0:
+            raise ValueError("step_seconds must be positive")
+        params = (
+            ("query", query),
+            ("start", format_seconds(start_seconds)),
+            ("end", format_seconds(end_seconds)),
+            ("step", format_seconds(step_seconds)),
+        )
+        data = await self._call(QUERY_RANGE_PATH, params, timeout_seconds)
+        return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
+
+    async def series(
+        self,
+        matches: Sequence[str],
+        *,
+        start_seconds: float | None = None,
+        end_seconds: float | None = None,
+        timeout_seconds: float | None = None,
+    ) -> list[Series]:
+        """``Series``: the series matching any of ``matches`` in the interval."""
+        params = [("match[]", selector) for selector in series_selectors(matches)]
+        if start_seconds is not None:
+            params.append(("start", format_seconds(start_seconds)))
+        if end_seconds is not None:
+            params.append(("end", format_seconds(end_seconds)))
+        data = await self._call(SERIES_PATH, tuple(params), timeout_seconds)
+        return decode_series(data, endpoint=SERIES_PATH)
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _call(self, path: str, params: Params, timeout_seconds: float | None) -> Any:
+        timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
+        if timeout <= 0:
+            raise ValueError("timeout_seconds must be positive")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        key = (self.connection.method, path, params)
+        try:
+            async with asyncio.timeout_at(deadline):
+                data, shared = await self._flights.do(
+                    key,
+                    lambda: self._request(path, params, deadline=deadline, budget_seconds=timeout),
+                    name=f"prometheus {path}",
+                )
+        except TimeoutError:
+            error = PrometheusTimeoutError(
+                f"no answer from Prometheus within {timeout:g}s",
+                endpoint=path,
+                source="client",
+                timeout_seconds=timeout,
+            )
+            self.metrics.errors.labels(path, ERROR_TIMEOUT).inc()
+            log.warning("prometheus_request_failed", path=path, error=ERROR_TIMEOUT)
+            raise error from None
+        if shared:
+            self.metrics.coalesced.labels(path).inc()
+        return data
+
+    async def _request(
+        self, path: str, params: Params, *, deadline: float, budget_seconds: float
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        async with self._semaphore:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError
+            sent = (*params, ("timeout", format_timeout(remaining)))
+            self.metrics.in_flight.inc()
+            started = loop.time()
+            try:
+                status, body = await self._send(path, sent)
+                return self._decode(path, status, body, budget_seconds)
+            except PrometheusError as exc:
+                self.metrics.errors.labels(path, getattr(exc, "error_type", "unknown")).inc()
+                log.warning(
+                    "prometheus_request_failed",
+                    path=path,
+                    error=getattr(exc, "error_type", "unknown"),
+                    message=exc.message,
+                )
+                raise
+            finally:
+                self.metrics.in_flight.dec()
+                self.metrics.request_duration.labels(path).observe(loop.time() - started)
+
+    async def _send(self, path: str, params: Params) -> tuple[int, bytes]:
+        headers = dict(self.connection.headers)
+        authorization = self._credentials.authorization()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        url = self._base_url + path
+        session = self._client_session()
+        try:
+            if self.connection.method == "POST":
+                request = session.post(url, data=list(params), headers=headers)
+            else:
+                request = session.get(url, params=list(params), headers=headers)
+            async with request as response:
+                return response.status, await response.read()
+        except aiohttp.ClientError as exc:
+            raise PrometheusConnectionError(
+                f"cannot reach Prometheus at {self._base_url}: {exc}", endpoint=path
+            ) from exc
+        except OSError as exc:
+            raise PrometheusConnectionError(
+                f"cannot reach Prometheus at {self._base_url}: {exc}", endpoint=path
+            ) from exc
+
+    @staticmethod
+    def _decode(path: str, status: int, body: bytes, timeout: float) -> Any:
+        if status // 100 != 2 and status not in _JSON_STATUSES:
+            raise PrometheusHTTPError(
+                status, body[:200].decode("utf-8", "replace").strip(), endpoint=path
+            )
+        try:
+            envelope = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise PrometheusResponseError(
+                f"HTTP {status}: answer is not JSON: {exc}", endpoint=path
+            ) from None
+        if not isinstance(envelope, dict):
+            raise PrometheusResponseError(f"HTTP {status}: answer is not an object", endpoint=path)
+        if envelope.get("status") == "error":
+            error_type = str(envelope.get("errorType", ""))
+            message = str(envelope.get("error", ""))
+            if error_type == ERROR_TIMEOUT:
+                raise PrometheusTimeoutError(
+                    f"Prometheus timed out: {message}",
+                    endpoint=path,
+                    source="server",
+                    timeout_seconds=timeout,
+                )
+            raise PrometheusAPIError(error_type, message, endpoint=path, status=status)
+        if envelope.get("status") != "success" or "data" not in envelope:
+            raise PrometheusResponseError(
+                f"HTTP {status}: answer has neither data nor an error", endpoint=path
+            )
+        return envelope["data"]

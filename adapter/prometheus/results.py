@@ -1,0 +1,139 @@
+"""Decoded answers of the Prometheus HTTP API: instant vectors and scalars, matrices, series.
+
+Upstream counterpart: prometheus-adapter ``pkg/client/interfaces.go`` (``QueryResult`` with
+``Vector``/``Scalar``/``Matrix``, ``Series`` with the name split from the labels) over
+``prometheus/common/model``.
+
+Deliberate deviations: each sample keeps the exact decimal text Prometheus sent (``value_text``)
+next to the float, so values become exact milli-quantities without a float round trip; an instant
+scalar is one sample with no labels; series are ``adapter.rules.Series`` so they go straight into
+the rule namers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+from adapter.prometheus.errors import PrometheusResponseError
+from adapter.rules import Series
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One point: labels (``__name__`` included when Prometheus kept it), time, value."""
+
+    labels: Mapping[str, str]
+    timestamp_seconds: float
+    value_text: str
+
+    @property
+    def value(self) -> float:
+        return float(self.value_text)
+
+    @property
+    def is_finite(self) -> bool:
+        return math.isfinite(self.value)
+
+    def value_decimal(self) -> Decimal:
+        """The exact value Prometheus printed (``Decimal('NaN')``/``Infinity`` for those)."""
+        return Decimal(self.value_text)
+
+
+@dataclass(frozen=True, slots=True)
+class InstantResult:
+    """An instant query's answer: a vector (any number of samples) or a scalar (one sample)."""
+
+    result_type: Literal["vector", "scalar"]
+    samples: tuple[Sample, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSeries:
+    """One series of a range query: its labels and ``(timestamp_seconds, value_text)`` points."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, str], ...] = field(default=())
+
+    def values(self) -> list[tuple[float, float]]:
+        return [(timestamp, float(text)) for timestamp, text in self.points]
+
+
+def _sample_point(raw: Any, endpoint: str) -> tuple[float, str]:
+    if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[1], str):
+        raise PrometheusResponseError(f"malformed sample point {raw!r}", endpoint=endpoint)
+    try:
+        timestamp = float(raw[0])
+        Decimal(raw[1])
+    except (TypeError, ValueError, InvalidOperation):
+        message = f"malformed sample point {raw!r}"
+        raise PrometheusResponseError(message, endpoint=endpoint) from None
+    return timestamp, raw[1]
+
+
+def _labels(raw: Any, endpoint: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in raw.items()
+    ):
+        raise PrometheusResponseError(f"malformed label set {raw!r}", endpoint=endpoint)
+    return dict(raw)
+
+
+def decode_instant(data: Any, *, endpoint: str) -> InstantResult:
+    """``QueryResult.UnmarshalJSON`` for ``/api/v1/query``: a vector or a scalar."""
+    if not isinstance(data, dict):
+        raise PrometheusResponseError("query data is not an object", endpoint=endpoint)
+    result_type = data.get("resultType")
+    result = data.get("result")
+    if result_type == "vector" and isinstance(result, list):
+        samples = []
+        for item in result:
+            if not isinstance(item, dict):
+                raise PrometheusResponseError(f"malformed sample {item!r}", endpoint=endpoint)
+            timestamp, text = _sample_point(item.get("value"), endpoint)
+            samples.append(Sample(_labels(item.get("metric", {}), endpoint), timestamp, text))
+        return InstantResult("vector", tuple(samples))
+    if result_type == "scalar":
+        timestamp, text = _sample_point(result, endpoint)
+        return InstantResult("scalar", (Sample({}, timestamp, text),))
+    raise PrometheusResponseError(
+        f"unexpected value type {result_type!r} for an instant query", endpoint=endpoint
+    )
+
+
+def decode_matrix(data: Any, *, endpoint: str) -> list[RangeSeries]:
+    """``/api/v1/query_range``: a matrix."""
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise PrometheusResponseError("a range query did not return a matrix", endpoint=endpoint)
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise PrometheusResponseError("matrix result is not a list", endpoint=endpoint)
+    out = []
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(item.get("values", []), list):
+            raise PrometheusResponseError(f"malformed series {item!r}", endpoint=endpoint)
+        points = tuple(_sample_point(point, endpoint) for point in item.get("values", []))
+        out.append(RangeSeries(_labels(item.get("metric", {}), endpoint), points))
+    return out
+
+
+def decode_series(data: Any, *, endpoint: str) -> list[Series]:
+    """``Series.UnmarshalJSON`` for ``/api/v1/series``: ``__name__`` split from the labels."""
+    if not isinstance(data, list):
+        raise PrometheusResponseError("series data is not a list", endpoint=endpoint)
+    out = []
+    for item in data:
+        labels = _labels(item, endpoint)
+        name = labels.pop("__name__", "")
+        out.append(Series(name, labels))
+    return out
+
+
+def series_selectors(matches: Sequence[str]) -> list[str]:
+    """Validate a non-empty list of ``match[]`` selectors."""
+    if not matches:
+        raise ValueError("at least one series selector is needed")
+    return list(matches)
