@@ -1,0 +1,867 @@
+"""The horizontal controller: fetch (scale, pods, metrics) -> decide (``hpa.core``) -> write.
+
+Upstream counterpart: ``pkg/controller/podautoscaler/horizontal.go``: ``reconcileKey`` (a deleted
+HPA drops its recommendations and scale events), ``reconcileAutoscaler`` (the order of reads and
+writes, the events and their upstream reasons and messages), ``validateAndParseSelector`` with
+``hpa_selector_store.go`` (``AmbiguousSelector`` from a per-namespace selector store: no global
+lock, read-only overlap queries), ``updateStatusIfNeeded`` / ``updateStatus``
+(``FailedUpdateStatus``), ``recordInitialRecommendation`` (first reconcile after start seeds the
+stabilization log with the current replica count, so no scale-down happens before the window has
+elapsed) and ``monitor/metrics.go`` (the ``reconciliations_*``, ``metric_computation_*`` and
+``desired_replicas`` families). The decision itself is :func:`hpa.core.decision.decide`; this
+module only does I/O through the ports of :mod:`hpa.controllers.ports`, so ``hpa controller`` and
+the simulator run exactly this code.
+
+Deliberate deviations (see ``docs/controller-status.md`` for the status rule):
+
+* **Scale conflicts.** The scale update carries the resourceVersion it was read at. On 409 the
+  controller re-decides once from the fresh Scale the port returned (same metrics, same history)
+  and writes again only if that decision still rescales; a second conflict is ``FailedRescale``.
+  A write is only ever repeated after a conflict, i.e. after the first one did not happen, so
+  one decision never scales twice.
+* **Status writes** skip changes smaller than ``status_value_tolerance`` in metric values
+  (0 is upstream's semantic equality); any other change is written.
+* **Each metric call has its own deadline** (``metric_timeout_seconds``); a missed deadline is
+  that metric's fetch error (``... API: context deadline exceeded``), others go on. Metrics of one
+  HPA are fetched concurrently. Metrics are not fetched when the decision will not read them
+  (target at zero in maintenance mode, replicas outside ``[min, max]``, selector problems).
+* **Errors do not requeue with backoff.** Upstream requeues every key after the resync period
+  whether or not it failed (``NewDefaultHPARateLimiter(resyncPeriod)``); here a reconcile that
+  ends in an upstream error returns normally (logged, counted, reported) and the periodic resync
+  brings the key back. Only an unexpected exception escapes, and the work queue backs that key
+  off while every other HPA goes on.
+* **Dry run** (``--dry-run`` or the annotation ``hpa.dry-run/enabled: "true"``): everything is
+  computed, nothing is written to ``/scale`` or ``/status``; every event the real run would
+  record is recorded with reason ``DryRun`` (``<reason>: <message>``), plus one ``DryRun`` event
+  ``would rescale <ref> from <n> to <m>; reason: <r>``; the recommendation log is kept, scale
+  events are not (nothing scaled). ``dry_run_rescales_total`` counts would-be rescales.
+* ``metric_computation_*`` observe the duration of each metric's fetch; the per-metric action
+  (the metric's own proposal against the current replicas) is read from the decision's trace.
+* ``AmbiguousSelector`` lists every overlapping HPA (sorted), this one included even before it
+  was registered by the informer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from hpa.controllers.conversion import current_scale, metric_selector
+from hpa.controllers.ports import (
+    Clock,
+    EventRecorder,
+    HorizontalPodAutoscalerLister,
+    HorizontalPodAutoscalerObject,
+    HorizontalPodAutoscalerStatusWriter,
+    HPASelectorIndex,
+    ListedPod,
+    MetricsClient,
+    PodLister,
+    ScaleClient,
+    ScaleConflict,
+    ScaleSnapshot,
+    StatusWriteOutcome,
+)
+from hpa.controllers.settings import DRY_RUN_ANNOTATION, HorizontalControllerSettings
+from hpa.core.conditions import (
+    ConditionStatus,
+    ConditionType,
+    Event,
+    HorizontalPodAutoscalerCondition,
+    find_condition,
+)
+from hpa.core.decision import (
+    Decision,
+    History,
+    HorizontalPodAutoscalerStatus,
+    MetricFetchError,
+    MetricObservation,
+    MetricStatus,
+    MetricValueStatus,
+    ScaleFetchError,
+    SelectorCheck,
+    apply_rescale_result,
+    decide,
+)
+from hpa.core.explain import Stage
+from hpa.core.spec import (
+    HorizontalPodAutoscalerSpec,
+    MetricSourceType,
+    MetricSpec,
+    default_spec,
+)
+from hpa.kube.selector import NOTHING, Selector, SelectorError, parse_selector
+from hpa.metrics.transport import error_text
+
+__all__ = [
+    "METRIC_PREFIX",
+    "HPASelectorStore",
+    "HorizontalController",
+    "HorizontalControllerMetrics",
+    "ReconcileReport",
+    "status_needs_write",
+]
+
+log = structlog.get_logger("hpa.controllers.horizontal")
+
+METRIC_PREFIX = "hpa_horizontal_controller_"
+"""Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
+
+Action = Literal["scale_up", "scale_down", "none"]
+ErrorLabel = Literal["spec", "internal", "none"]
+
+_BUCKETS = tuple(0.001 * 2**i for i in range(15))  # metrics.ExponentialBuckets(0.001, 2, 15)
+_PROPOSAL = re.compile(r": proposes (-?\d+) replicas$")
+_SPEC_REASONS = ("InvalidMetricSourceType",)
+_API_OF_SOURCE = {
+    MetricSourceType.RESOURCE: "resource metrics API",
+    MetricSourceType.CONTAINER_RESOURCE: "resource metrics API",
+    MetricSourceType.PODS: "custom metrics API",
+    MetricSourceType.OBJECT: "custom metrics API",
+    MetricSourceType.EXTERNAL: "external metrics API",
+}
+
+
+# ----------------------------------------------------------------------------- selector store
+
+
+class HPASelectorStore:
+    """``hpaSelectorStore``: per-namespace map of HPA key -> last known selector.
+
+    Upstream guards it with a read/write lock because workers are threads; here every call is
+    synchronous on the event loop, so reads and writes never interleave and no lock is needed.
+    A query costs (distinct pod label sets) x (HPAs of that namespace).
+    """
+
+    def __init__(self) -> None:
+        self._namespaces: dict[str, dict[str, Selector]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(selectors) for selectors in self._namespaces.values())
+
+    def put_if_absent(self, namespace: str, key: str, selector: Selector) -> bool:
+        selectors = self._namespaces.setdefault(namespace, {})
+        if key in selectors:
+            return False
+        selectors[key] = selector
+        return True
+
+    def put_if_present(self, namespace: str, key: str, selector: Selector) -> bool:
+        selectors = self._namespaces.get(namespace)
+        if selectors is None or key not in selectors:
+            return False
+        selectors[key] = selector
+        return True
+
+    def delete(self, namespace: str, key: str) -> None:
+        selectors = self._namespaces.get(namespace)
+        if selectors is None:
+            return
+        selectors.pop(key, None)
+        if not selectors:
+            del self._namespaces[namespace]
+
+    def hpas_matching_pods(
+        self, namespace: str, pod_labels: Iterable[Mapping[str, str]], *, limit: int = 0
+    ) -> tuple[str, ...]:
+        selectors = self._namespaces.get(namespace)
+        if not selectors:
+            return ()
+        unique: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        for labels in pod_labels:
+            unique.setdefault(tuple(sorted(labels.items())), labels)
+        found: set[str] = set()
+        for labels in unique.values():
+            for key, selector in selectors.items():
+                if key not in found and selector.matches(labels):
+                    found.add(key)
+                    if 0 < limit <= len(found):
+                        return tuple(sorted(found))
+        return tuple(sorted(found))
+
+
+# ---------------------------------------------------------------------------------- metrics
+
+
+class HorizontalControllerMetrics:
+    """Upstream's ``monitor`` family under :data:`METRIC_PREFIX`, plus ours, on one registry."""
+
+    def __init__(self, registry: CollectorRegistry, *, prefix: str = METRIC_PREFIX) -> None:
+        self.reconciliations = Counter(
+            f"{prefix}reconciliations_total",
+            "Reconciliations, by action (scale_up, scale_down, none) and error (spec, internal, "
+            "none).",
+            ["action", "error"],
+            registry=registry,
+        )
+        self.reconciliation_duration = Histogram(
+            f"{prefix}reconciliation_duration_seconds",
+            "Seconds one reconciliation took, by action and error.",
+            ["action", "error"],
+            buckets=_BUCKETS,
+            registry=registry,
+        )
+        self.metric_computations = Counter(
+            f"{prefix}metric_computation_total",
+            "Metric computations, by action, error and metric_type (spec.metrics[*].type).",
+            ["action", "error", "metric_type"],
+            registry=registry,
+        )
+        self.metric_computation_duration = Histogram(
+            f"{prefix}metric_computation_duration_seconds",
+            "Seconds one metric took to fetch, by action, error and metric_type.",
+            ["action", "error", "metric_type"],
+            buckets=_BUCKETS,
+            registry=registry,
+        )
+        self.desired_replicas = Gauge(
+            f"{prefix}desired_replicas",
+            "Desired replica count of each HPA (what a dry run would set, in dry run).",
+            ["namespace", "hpa_name"],
+            registry=registry,
+        )
+        self.num_hpas = Gauge(
+            f"{prefix}num_horizontal_pod_autoscalers",
+            "HPA objects this controller has state for.",
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            f"{prefix}queue_depth", "HPA keys waiting in the work queue.", registry=registry
+        )
+        self.sync_interval = Histogram(
+            f"{prefix}sync_interval_seconds",
+            "Effective seconds between two reconciles of the same HPA.",
+            buckets=(1, 5, 10, 15, 20, 30, 45, 60, 120, 300, 600),
+            registry=registry,
+        )
+        self.dry_run_rescales = Counter(
+            f"{prefix}dry_run_rescales_total",
+            "Rescales a dry run would have made, by action (scale_up, scale_down).",
+            ["action"],
+            registry=registry,
+        )
+        self.status_writes = Counter(
+            f"{prefix}status_writes_total",
+            "Status writes, by outcome (written, conflict, skipped, failed, dry_run).",
+            ["outcome"],
+            registry=registry,
+        )
+
+    def observe_queue_depth(self, depth: int) -> None:
+        """Hook for ``WorkQueue(on_depth=...)``."""
+        self.queue_depth.set(depth)
+
+
+# ----------------------------------------------------------------------------- status rule
+
+
+def _seconds(moment: datetime | None) -> datetime | None:
+    """The API stores ``metav1.Time`` in whole seconds."""
+    return None if moment is None else moment.replace(microsecond=0)
+
+
+def _conditions_equal(
+    old: Sequence[HorizontalPodAutoscalerCondition], new: Sequence[HorizontalPodAutoscalerCondition]
+) -> bool:
+    if len(old) != len(new):
+        return False
+    return all(
+        (a.type, a.status, a.reason, a.message, _seconds(a.last_transition_time))
+        == (b.type, b.status, b.reason, b.message, _seconds(b.last_transition_time))
+        for a, b in zip(old, new, strict=True)
+    )
+
+
+def _value_close(old: int | None, new: int | None, tolerance: Decimal) -> bool:
+    if old is None or new is None:
+        return old is None and new is None
+    if tolerance == 0:
+        return old == new
+    return abs(Decimal(new) - Decimal(old)) <= tolerance * abs(Decimal(old))
+
+
+def _values_close(old: MetricValueStatus, new: MetricValueStatus, tolerance: Decimal) -> bool:
+    return (
+        _value_close(old.value_milli, new.value_milli, tolerance)
+        and _value_close(old.average_value_milli, new.average_value_milli, tolerance)
+        and _value_close(old.average_utilization, new.average_utilization, tolerance)
+    )
+
+
+def _metric_close(old: MetricStatus, new: MetricStatus, tolerance: Decimal) -> bool:
+    same_shape = (old.type, old.name, old.container, old.metric, old.described_object) == (
+        new.type,
+        new.name,
+        new.container,
+        new.metric,
+        new.described_object,
+    )
+    return same_shape and _values_close(old.current, new.current, tolerance)
+
+
+def status_needs_write(
+    old: HorizontalPodAutoscalerStatus,
+    new: HorizontalPodAutoscalerStatus,
+    *,
+    value_tolerance: float = 0.0,
+    old_observed_generation: int | None = None,
+    new_observed_generation: int | None = None,
+) -> bool:
+    """Whether ``new`` differs meaningfully from the stored ``old`` (``docs/controller-status.md``).
+
+    Everything compares exactly (times at the API's whole-second precision; absent and empty
+    ``currentMetrics`` are equal) except metric values: ``value``, ``averageValue`` and
+    ``averageUtilization`` count as unchanged while ``|new - old| <= value_tolerance * |old|``.
+    """
+    if new_observed_generation is not None and new_observed_generation != old_observed_generation:
+        return True
+    if (old.current_replicas, old.desired_replicas) != (new.current_replicas, new.desired_replicas):
+        return True
+    if _seconds(old.last_scale_time) != _seconds(new.last_scale_time):
+        return True
+    if not _conditions_equal(old.conditions, new.conditions):
+        return True
+    old_metrics = old.current_metrics or ()
+    new_metrics = new.current_metrics or ()
+    if len(old_metrics) != len(new_metrics):
+        return True
+    tolerance = Decimal(str(value_tolerance))
+    return not all(
+        _metric_close(a, b, tolerance) for a, b in zip(old_metrics, new_metrics, strict=True)
+    )
+
+
+# ------------------------------------------------------------------------------ the controller
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """What one reconcile did: for logs, the debug endpoint, tests and the simulator."""
+
+    key: str
+    at: datetime
+    dry_run: bool
+    current_replicas: int
+    desired_replicas: int
+    rescale: bool
+    rescale_reason: str
+    scaled: bool
+    """A scale write went through (never in dry run)."""
+    status_written: bool
+    conflict_retried: bool
+    """The first scale write met a 409 and the controller re-decided from the fresh Scale."""
+    error: str | None
+    action: Action
+    error_label: ErrorLabel
+    events: tuple[Event, ...]
+    explanation: str
+    status: HorizontalPodAutoscalerStatus = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (for the debug endpoint)."""
+        return {
+            "key": self.key,
+            "at": self.at.isoformat(),
+            "dryRun": self.dry_run,
+            "currentReplicas": self.current_replicas,
+            "desiredReplicas": self.desired_replicas,
+            "rescale": self.rescale,
+            "rescaleReason": self.rescale_reason,
+            "scaled": self.scaled,
+            "statusWritten": self.status_written,
+            "conflictRetried": self.conflict_retried,
+            "error": self.error,
+            "action": self.action,
+            "events": [
+                {"type": e.type, "reason": e.reason, "message": e.message} for e in self.events
+            ],
+            "explanation": self.explanation,
+        }
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def _metric_actions(decision: Decision, metrics: Sequence[MetricSpec]) -> list[Action]:
+    """Each metric's own proposal against the current replicas, from the decision's trace."""
+    entries = [e for e in decision.explanation.entries if e.stage == Stage.METRIC]
+    actions: list[Action] = []
+    for index in range(len(metrics)):
+        action: Action = "none"
+        if index < len(entries):
+            match = _PROPOSAL.search(entries[index].summary)
+            if match is not None:
+                proposal = int(match.group(1))
+                if proposal > decision.current_replicas:
+                    action = "scale_up"
+                elif proposal < decision.current_replicas:
+                    action = "scale_down"
+        actions.append(action)
+    return actions
+
+
+def _metric_error_labels(decision: Decision, metrics: Sequence[MetricSpec]) -> list[ErrorLabel]:
+    entries = [e for e in decision.explanation.entries if e.stage == Stage.METRIC]
+    labels: list[ErrorLabel] = []
+    for index in range(len(metrics)):
+        label: ErrorLabel = "none"
+        if index < len(entries) and " failed: " in entries[index].summary:
+            reason = entries[index].summary.rpartition(" failed: ")[2]
+            text = str(dict(entries[index].details).get("error", ""))
+            invalid_source = "invalid" in text and "metric source" in text
+            label = "spec" if reason in _SPEC_REASONS or invalid_source else "internal"
+        labels.append(label)
+    return labels
+
+
+class HorizontalController:
+    """Reconciles one HPA key at a time through the ports; keeps per-HPA history in memory.
+
+    ``reconcile`` is what the work queue calls. ``track`` / ``forget`` are what the HPA
+    informer's add and delete handlers call (upstream's ``enqueueHPA`` / ``deleteHPA``
+    registering in and removing from the selector store).
+    """
+
+    def __init__(
+        self,
+        settings: HorizontalControllerSettings,
+        *,
+        hpas: HorizontalPodAutoscalerLister,
+        scales: ScaleClient,
+        metrics: MetricsClient,
+        pods: PodLister,
+        status_writer: HorizontalPodAutoscalerStatusWriter,
+        events: EventRecorder,
+        clock: Clock,
+        selector_index: HPASelectorIndex | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.settings = settings
+        self._horizontal = settings.horizontal
+        self._hpas = hpas
+        self._scales = scales
+        self._metrics_client = metrics
+        self._pods = pods
+        self._status_writer = status_writer
+        self._events = events
+        self._clock = clock
+        self.selector_index: HPASelectorIndex = selector_index or HPASelectorStore()
+        self.metrics = HorizontalControllerMetrics(registry or CollectorRegistry())
+        self._histories: dict[str, History] = {}
+        self._last_sync: dict[str, float] = {}
+        self._reports: dict[str, ReconcileReport] = {}
+
+    # ------------------------------------------------------------------ informer hooks
+
+    def track(self, key: str) -> None:
+        """``enqueueHPA``'s registration: known HPA, selector not yet known (matches nothing)."""
+        namespace, _ = _split_key(key)
+        self.selector_index.put_if_absent(namespace, key, NOTHING)
+
+    def forget(self, key: str) -> None:
+        """``deleteHPA`` / the deleted branch of ``reconcileKey``: drop every trace of ``key``."""
+        namespace, name = _split_key(key)
+        self.selector_index.delete(namespace, key)
+        self._histories.pop(key, None)
+        self._last_sync.pop(key, None)
+        self._reports.pop(key, None)
+        with contextlib.suppress(KeyError):  # never reconciled: no series to remove
+            self.metrics.desired_replicas.remove(namespace, name)
+        self.metrics.num_hpas.set(len(self._histories))
+
+    # ------------------------------------------------------------------ read-only views
+
+    def history(self, key: str) -> History | None:
+        """The stabilization history kept for ``key`` (``None`` before its first reconcile)."""
+        return self._histories.get(key)
+
+    def last_report(self, key: str) -> ReconcileReport | None:
+        return self._reports.get(key)
+
+    def debug_state(self) -> dict[str, Any]:
+        """Every HPA's last reconcile, JSON-ready (served by the debug endpoint)."""
+        return {key: report.to_dict() for key, report in sorted(self._reports.items())}
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, key: str) -> None:
+        """The work queue's entry point (see :meth:`reconcile_key`)."""
+        await self.reconcile_key(key)
+
+    async def reconcile_key(self, key: str) -> ReconcileReport | None:
+        """``reconcileKey``: reconcile the cached HPA, or forget a deleted one (``None``)."""
+        namespace, name = _split_key(key)
+        hpa = self._hpas.get(namespace, name)
+        if hpa is None:
+            log.info("hpa_deleted", hpa=key)
+            self.forget(key)
+            return None
+        started = self._clock.monotonic()
+        previous = self._last_sync.get(key)
+        if previous is not None:
+            self.metrics.sync_interval.observe(max(0.0, started - previous))
+        self._last_sync[key] = started
+        action: Action = "none"
+        error_label: ErrorLabel = "internal"  # until the reconcile returns
+        try:
+            report = await self._reconcile_autoscaler(hpa, key)
+            action, error_label = report.action, report.error_label
+        finally:
+            elapsed = max(0.0, self._clock.monotonic() - started)
+            self.metrics.reconciliations.labels(action=action, error=error_label).inc()
+            self.metrics.reconciliation_duration.labels(action=action, error=error_label).observe(
+                elapsed
+            )
+        self._reports[key] = report
+        return report
+
+    def _dry_run(self, hpa: HorizontalPodAutoscalerObject) -> bool:
+        return self.settings.dry_run or hpa.annotations.get(DRY_RUN_ANNOTATION) == "true"
+
+    async def _get_scale(self, hpa: HorizontalPodAutoscalerObject) -> ScaleSnapshot | str:
+        try:
+            return await self._scales.get_scale(hpa.namespace, hpa.spec.scale_target_ref)
+        except Exception as error:  # noqa: BLE001 - upstream's FailedGetScale path
+            return error_text(error)
+
+    def _metrics_needed(
+        self, spec: HorizontalPodAutoscalerSpec, scale: ScaleSnapshot, previous: Any
+    ) -> bool:
+        """Whether ``decide`` will evaluate the metrics (mirrors ``reconcileAutoscaler``)."""
+        min_replicas = spec.min_replicas if spec.min_replicas is not None else 1
+        current = scale.spec_replicas
+        if current == 0:
+            if not self._horizontal.scale_to_zero_enabled:
+                return min_replicas == 0
+            found = find_condition(previous.conditions, ConditionType.SCALED_TO_ZERO)
+            scaled_to_zero = found is not None and found.status == ConditionStatus.TRUE
+            object_or_external = any(
+                m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in spec.metrics
+            )
+            return scaled_to_zero and (min_replicas != 0 or object_or_external)
+        return min_replicas <= current <= spec.max_replicas
+
+    def _check_selector(
+        self, hpa: HorizontalPodAutoscalerObject, key: str, text: str
+    ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod]]:
+        """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps."""
+        if text == "":
+            return SelectorCheck(), None, ()
+        try:
+            selector = parse_selector(text)
+        except SelectorError as error:
+            return SelectorCheck(parse_error=str(error)), None, ()
+        self.selector_index.put_if_present(hpa.namespace, key, selector)
+        pods = self._pods.list_pods(hpa.namespace, selector)
+        selecting = set(
+            self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))
+        )
+        selecting.add(key)
+        return SelectorCheck(selecting_hpas=tuple(sorted(selecting))), selector, pods
+
+    async def _fetch_metric(
+        self, spec: MetricSpec, namespace: str, *, selector: str
+    ) -> tuple[MetricObservation | None, float]:
+        """One metric's observation (or fetch error) and how long fetching took, in seconds."""
+        started = self._clock.monotonic()
+        api = _API_OF_SOURCE.get(MetricSourceType(spec.type)) if spec.type in _API_OF_SOURCE else ""
+        try:
+            async with asyncio.timeout(self.settings.metric_timeout_seconds):
+                observation = await self._call_metrics(spec, namespace, selector=selector)
+        except TimeoutError:
+            observation = MetricFetchError(
+                f"unable to fetch metrics from {api}: context deadline exceeded "
+                f"(after {self.settings.metric_timeout_seconds:g}s)"
+            )
+        except SelectorError as error:
+            observation = MetricFetchError(str(error))
+        except Exception as error:  # noqa: BLE001 - one metric's failure is that metric's error
+            log.warning("metrics_client_raised", error=repr(error), metric_type=spec.type)
+            observation = MetricFetchError(
+                f"unable to fetch metrics from {api}: {error_text(error)}"
+            )
+        return observation, max(0.0, self._clock.monotonic() - started)
+
+    async def _call_metrics(
+        self, spec: MetricSpec, namespace: str, *, selector: str
+    ) -> MetricObservation | None:
+        client = self._metrics_client
+        if spec.type == MetricSourceType.RESOURCE and spec.resource is not None:
+            return await client.get_resource_metric(
+                spec.resource.name, namespace, selector=selector
+            )
+        if spec.type == MetricSourceType.CONTAINER_RESOURCE and spec.container_resource:
+            source = spec.container_resource
+            return await client.get_resource_metric(
+                source.name, namespace, selector=selector, container=source.container
+            )
+        if spec.type == MetricSourceType.PODS and spec.pods is not None:
+            metric = spec.pods.metric
+            return await client.get_raw_metric(
+                metric.name,
+                namespace,
+                selector=selector,
+                metric_selector=metric_selector(metric.selector).to_string(),
+            )
+        if spec.type == MetricSourceType.OBJECT and spec.object is not None:
+            metric = spec.object.metric
+            return await client.get_object_metric(
+                metric.name,
+                namespace,
+                described_object=spec.object.described_object,
+                metric_selector=metric_selector(metric.selector).to_string(),
+            )
+        if spec.type == MetricSourceType.EXTERNAL and spec.external is not None:
+            metric = spec.external.metric
+            return await client.get_external_metric(
+                metric.name,
+                namespace,
+                metric_selector=metric_selector(metric.selector).to_string(),
+            )
+        return None  # unknown source type: the decision reports InvalidMetricSourceType
+
+    async def _update_scale(
+        self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, replicas: int
+    ) -> ScaleSnapshot | ScaleConflict | str:
+        """The written Scale, a conflict, or the failure's text."""
+        try:
+            result = await self._scales.update_scale(
+                hpa.namespace, hpa.spec.scale_target_ref, scale=scale, replicas=replicas
+            )
+        except Exception as error:  # noqa: BLE001 - upstream's FailedRescale path
+            return error_text(error)
+        if isinstance(result, ScaleConflict):
+            return result
+        return result.scale
+
+    async def _reconcile_autoscaler(
+        self, hpa: HorizontalPodAutoscalerObject, key: str
+    ) -> ReconcileReport:
+        """``reconcileAutoscaler``."""
+        bound = log.bind(hpa=key)
+        dry_run = self._dry_run(hpa)
+        now = self._clock.now()
+        spec = hpa.spec
+        if not spec.metrics or spec.min_replicas is None:
+            spec = default_spec(spec)
+        history = self._histories.get(key, History())
+
+        scale = await self._get_scale(hpa)
+        selector_check = SelectorCheck()
+        pods: Sequence[ListedPod] = ()
+        observations: list[MetricObservation | None] = []
+        durations: list[float] = []
+        if isinstance(scale, ScaleSnapshot) and self._metrics_needed(spec, scale, hpa.status):
+            selector_check, selector, pods = self._check_selector(hpa, key, scale.selector)
+            if selector is not None and len(selector_check.selecting_hpas) <= 1:
+                selector_text = selector.to_string()
+                fetched = await asyncio.gather(
+                    *(
+                        self._fetch_metric(metric, hpa.namespace, selector=selector_text)
+                        for metric in spec.metrics
+                    )
+                )
+                observations = [observation for observation, _ in fetched]
+                durations = [seconds for _, seconds in fetched]
+
+        pod_infos = [pod.info for pod in pods]
+
+        def decide_from(current: ScaleSnapshot | str) -> Decision:
+            return decide(
+                spec,
+                current=current_scale(current)
+                if isinstance(current, ScaleSnapshot)
+                else ScaleFetchError(current),
+                observations=observations,
+                pods=pod_infos,
+                history=history,
+                previous_status=hpa.status,
+                now=now,
+                settings=self._horizontal,
+                selector_check=selector_check,
+                namespace=hpa.namespace,
+            )
+
+        decision = decide_from(scale)
+        first_decision = decision
+        scaled = False
+        conflict_retried = False
+        if decision.rescale and not dry_run and isinstance(scale, ScaleSnapshot):
+            written = await self._update_scale(hpa, scale, decision.desired_replicas)
+            if isinstance(written, ScaleConflict):
+                # nothing was written: re-decide once from the fresh Scale, write at most once
+                conflict_retried = True
+                bound.info(
+                    "scale_conflict_redecide",
+                    desired=decision.desired_replicas,
+                    fresh_replicas=written.current.spec_replicas,
+                )
+                decision = decide_from(written.current)
+                if decision.rescale:
+                    written = await self._update_scale(
+                        hpa, written.current, decision.desired_replicas
+                    )
+            if not decision.rescale:
+                pass  # the fresh Scale already matches the re-decided replicas
+            elif isinstance(written, ScaleConflict):
+                decision = apply_rescale_result(
+                    decision,
+                    succeeded=False,
+                    error=f"Operation cannot be fulfilled: {written.message}",
+                    now=self._clock.now(),
+                )
+            elif isinstance(written, str):
+                decision = apply_rescale_result(
+                    decision, succeeded=False, error=written, now=self._clock.now()
+                )
+            else:
+                decision = apply_rescale_result(decision, succeeded=True, now=self._clock.now())
+                scaled = True
+
+        self._histories[key] = decision.history
+        self.metrics.num_hpas.set(len(self._histories))
+
+        events = list(decision.events)
+        status_written = False
+        error = decision.error
+        if dry_run:
+            events = [Event(e.type, "DryRun", f"{e.reason}: {e.message}") for e in events]
+            if decision.rescale:
+                direction: Action = (
+                    "scale_up"
+                    if decision.desired_replicas > decision.current_replicas
+                    else "scale_down"
+                )
+                self.metrics.dry_run_rescales.labels(action=direction).inc()
+                events.append(
+                    Event(
+                        "Normal",
+                        "DryRun",
+                        f"would rescale {decision.reference} from {decision.current_replicas} "
+                        f"to {decision.desired_replicas}; reason: {decision.rescale_reason}",
+                    )
+                )
+            self.metrics.status_writes.labels(outcome="dry_run").inc()
+        else:
+            status_error = await self._write_status(hpa, decision.status)
+            if status_error is None:
+                status_written = True
+            elif status_error:
+                events.append(Event("Warning", "FailedUpdateStatus", status_error))
+                error = f"failed to update status for {hpa.name}: {status_error}"
+        for event in events:
+            self._events.record(hpa, event)
+
+        desired = decision.desired_replicas
+        self.metrics.desired_replicas.labels(namespace=hpa.namespace, hpa_name=hpa.name).set(
+            desired
+        )
+        action: Action = "none"
+        if scaled:
+            action = "scale_up" if desired > decision.current_replicas else "scale_down"
+        error_label: ErrorLabel = "none"
+        if error is not None:
+            error_label = "spec" if _is_spec_error(hpa) else "internal"
+        self._observe_metric_computations(first_decision, spec.metrics, durations)
+
+        report = ReconcileReport(
+            key=key,
+            at=now,
+            dry_run=dry_run,
+            current_replicas=decision.current_replicas,
+            desired_replicas=desired,
+            rescale=decision.rescale,
+            rescale_reason=decision.rescale_reason,
+            scaled=scaled,
+            status_written=status_written,
+            conflict_retried=conflict_retried,
+            error=error,
+            action=action,
+            error_label=error_label,
+            events=tuple(events),
+            explanation=decision.explanation.render(),
+            status=decision.status,
+        )
+        if error is not None:
+            bound.warning(
+                "reconcile_error",
+                error=error,
+                current=decision.current_replicas,
+                desired=desired,
+                dry_run=dry_run,
+            )
+        else:
+            bound.debug(
+                "reconciled",
+                current=decision.current_replicas,
+                desired=desired,
+                rescale=decision.rescale,
+                scaled=scaled,
+                dry_run=dry_run,
+            )
+        if scaled:
+            bound.info(
+                "rescaled",
+                current=decision.current_replicas,
+                desired=desired,
+                reason=decision.rescale_reason,
+            )
+        return report
+
+    async def _write_status(
+        self, hpa: HorizontalPodAutoscalerObject, status: HorizontalPodAutoscalerStatus
+    ) -> str | None:
+        """``updateStatusIfNeeded``: ``None`` when written, ``""`` when not needed (or a
+        conflict), else the failure's text."""
+        if not status_needs_write(
+            hpa.status,
+            status,
+            value_tolerance=self.settings.status_value_tolerance,
+            old_observed_generation=hpa.observed_generation,
+            new_observed_generation=hpa.generation or None,
+        ):
+            self.metrics.status_writes.labels(outcome="skipped").inc()
+            return ""
+        try:
+            outcome = await self._status_writer.update_status(
+                hpa, status, observed_generation=hpa.generation or None
+            )
+        except Exception as error:  # noqa: BLE001 - upstream's FailedUpdateStatus path
+            self.metrics.status_writes.labels(outcome="failed").inc()
+            return error_text(error)
+        self.metrics.status_writes.labels(outcome=str(outcome)).inc()
+        if outcome == StatusWriteOutcome.CONFLICT:
+            return ""
+        return None
+
+    def _observe_metric_computations(
+        self, decision: Decision, metrics: Sequence[MetricSpec], durations: Sequence[float]
+    ) -> None:
+        if not durations:
+            return
+        actions = _metric_actions(decision, metrics)
+        errors = _metric_error_labels(decision, metrics)
+        for index, metric in enumerate(metrics):
+            labels = {
+                "action": actions[index],
+                "error": errors[index],
+                "metric_type": metric.type,
+            }
+            self.metrics.metric_computations.labels(**labels).inc()
+            self.metrics.metric_computation_duration.labels(**labels).observe(durations[index])
+
+
+def _is_spec_error(hpa: HorizontalPodAutoscalerObject) -> bool:
+    """``errSpec``: the scale target's ``apiVersion`` does not parse as a group version."""
+    return hpa.spec.scale_target_ref.api_version.count("/") > 1
