@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from adapter.rules.errors import InvalidValueError, RuleEvaluationError
+from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.mapper import (
     NAMESPACES,
     NODES,
@@ -126,9 +126,13 @@ class SeriesRegistry:
         names: Sequence[str],
         metric_selector: Iterable[Requirement] = (),
     ) -> str | None:
-        """``QueryForMetric``: the PromQL for ``names``; ``None`` if the metric is unknown."""
+        """``QueryForMetric``: the PromQL for ``names``; ``None`` if the metric is unknown.
+
+        No names (a selector that matched no objects) is also ``None``: upstream answers
+        "not found" then, without asking Prometheus.
+        """
         if not names:
-            raise InvalidValueError("no resource names requested")
+            return None
         normalized = self.normalized(info)
         if normalized is None:
             return None

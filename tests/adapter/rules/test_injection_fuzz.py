@@ -69,7 +69,26 @@ rules:
       kubernetes_pod_name: {resource: "pod"}
   name: {matches: "^(.*)_total", as: "${1}_per_second"}
   metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+# LabelValuesByName used as documented: inside a double-quoted regex literal.
+- seriesQuery: 'app_items{kubernetes_namespace!="",kubernetes_pod_name!=""}'
+  resources:
+    overrides:
+      kubernetes_namespace: {resource: "namespace"}
+      kubernetes_pod_name: {resource: "pod"}
+  metricsQuery: >-
+    sum(<<.Series>>{kubernetes_namespace=~"<<index .LabelValuesByName "kubernetes_namespace">>",
+    kubernetes_pod_name=~"<<index .LabelValuesByName "kubernetes_pod_name">>"}) by (<<.GroupBy>>)
 """
+
+
+REGISTRY_SCENARIOS = ("custom", "walkthrough", "values-by-name")
+SELECTOR_SCENARIOS = (
+    "custom",
+    "walkthrough",
+    "values-by-name",
+    "external",
+    "external-unnamespaced",
+)
 
 
 @dataclass(frozen=True)
@@ -106,15 +125,9 @@ def world() -> World:
     )
     walk = load_rules(WALKTHROUGH_RULES, source="walkthrough")
     walk_namers = namers_from_config(walk.rules, mapper)
+    walk_labels = {"kubernetes_namespace": "production", "kubernetes_pod_name": "web-1"}
     walkthrough = SeriesRegistry.from_series(
-        [
-            [
-                Series(
-                    "http_requests_total",
-                    {"kubernetes_namespace": "production", "kubernetes_pod_name": "web-1"},
-                )
-            ]
-        ],
+        [[Series("http_requests_total", walk_labels)], [Series("app_items", walk_labels)]],
         walk_namers,
         mapper,
     )
@@ -145,6 +158,7 @@ externalRules:
     templates = {
         "custom": sample.rules[0].metrics_query,
         "walkthrough": walk.rules[0].metrics_query,
+        "values-by-name": walk.rules[1].metrics_query,
         "external": sample.external_rules[0].metrics_query,
         "external-unnamespaced": sample.external_rules[1].metrics_query,
         "container": deploy.resource_rules.cpu.container_query,
@@ -174,6 +188,14 @@ def scenario(name: str) -> Scenario:
             "walkthrough",
             templates["walkthrough"],
             "http_requests_total",
+            "kubernetes_namespace",
+            "kubernetes_pod_name",
+            ("kubernetes_pod_name",),
+        ),
+        "values-by-name": Scenario(
+            "values-by-name",
+            templates["values-by-name"],
+            "app_items",
             "kubernetes_namespace",
             "kubernetes_pod_name",
             ("kubernetes_pod_name",),
@@ -213,6 +235,11 @@ def render(
         )
     if name == "walkthrough":
         info = CustomMetricInfo(pods, True, "http_requests_per_second")
+        return state.walkthrough.query_for_metric(
+            info, namespace=namespace, names=names, metric_selector=selector
+        )
+    if name == "values-by-name":
+        info = CustomMetricInfo(pods, True, "app_items")
         return state.walkthrough.query_for_metric(
             info, namespace=namespace, names=names, metric_selector=selector
         )
@@ -270,10 +297,11 @@ def must_refuse(
     sc: Scenario, *, namespace: str, names: Sequence[str], selector: Sequence[Requirement]
 ) -> bool:
     """Which requests the adapter must refuse (a 400), independent of its code."""
-    uses_selector = sc.name in ("custom", "walkthrough", "external", "external-unnamespaced")
+    uses_selector = sc.name in SELECTOR_SCENARIOS
     if sc.namespace_label is not None and (namespace == "" or has_surrogate(namespace)):
         return True
     if sc.resource_label is not None and (not names or any(has_surrogate(n) for n in names)):
+        # (registry scenarios answer "not found" for no names before this oracle is asked)
         return True
     if not uses_selector:
         return False
@@ -299,6 +327,17 @@ class DeviationError(AssertionError):
 
 
 def expected_tokens(sc: Scenario, matchers: list[Matcher]) -> list[Token | Matcher]:
+    if sc.name == "values-by-name":
+        # The template quotes LabelValuesByName itself: both are escaped regex alternations.
+        namespace, names = matchers[-2], matchers[-1]
+        values = names.alternatives if names.alternatives is not None else (names.value or "",)
+        return [
+            *tokenize(f"sum({sc.series}{{"),
+            Matcher(sc.namespace_label or "", "=~", alternatives=(namespace.value or "",)),
+            Token(PUNCT, ","),
+            Matcher(sc.resource_label or "", "=~", alternatives=tuple(values)),
+            *tokenize(f"}}) by ({sc.group_by[0]})"),
+        ]
     out: list[Token | Matcher] = []
     parts = re.split(r"<<\s*\.(\w+)\s*>>", sc.template)
     for index, part in enumerate(parts):
@@ -383,6 +422,8 @@ def check_query(
     if sc.namespace_label is not None:
         seen = [
             actual[i + 2].value
+            if actual[i + 1].value == "="
+            else "|".join(literal_alternation(actual[i + 2].value))
             for i in range(len(actual) - 2)
             if actual[i] == Token(IDENT, sc.namespace_label) and actual[i + 1].kind == OP
         ]
@@ -479,11 +520,7 @@ def selector_strings(draw: st.DrawFn) -> str:
 
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, list[str], str | list[Requirement]]:
-    name = draw(
-        st.sampled_from(
-            ["custom", "walkthrough", "external", "external-unnamespaced", "container", "node"]
-        )
-    )
+    name = draw(st.sampled_from([*SELECTOR_SCENARIOS, "container", "node"]))
     namespace = draw(hostile_text)
     names = draw(name_list)
     selector: str | list[Requirement]
@@ -509,6 +546,11 @@ def run_fuzz(request: tuple[str, str, list[str], str | list[Requirement]]) -> No
     name, namespace, names, raw_selector = request
     sc = scenario(name)
     STATS["requests"] += 1
+    if name in REGISTRY_SCENARIOS and not names:
+        # A selector that matched no objects: upstream answers "not found" without a query.
+        assert render(name, namespace=namespace, names=names, selector=[]) is None
+        STATS["not found (no objects)"] += 1
+        return
     if isinstance(raw_selector, str):
         try:
             selector = list(parse_selector(raw_selector))
@@ -529,7 +571,7 @@ def run_fuzz(request: tuple[str, str, list[str], str | list[Requirement]]) -> No
     if oracle is True:
         raise DeviationError(f"{name}: rendered a request that must be refused: {query!r}")
     assert query is not None, f"{name}: metric unexpectedly not found"
-    uses_selector = name in ("custom", "walkthrough", "external", "external-unnamespaced")
+    uses_selector = name in SELECTOR_SCENARIOS
     check_query(
         sc,
         query,
