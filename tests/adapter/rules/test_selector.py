@@ -112,3 +112,22 @@ def test_render_refusals() -> None:
 def test_user_label_keys_must_be_plain_prometheus_labels(key: str) -> None:
     with pytest.raises(InvalidLabelNameError):
         check_user_label(key)
+
+
+# k8s.io/apimachinery/pkg/labels/selector_test.go TestSelectorParse / TestDeterministicParse
+@pytest.mark.parametrize(
+    "selector",
+    ["x=a,y=b,z=c", "", "x!=a,y=b", "x=", "x= ", "x=,z= ", "x= ,z= ", "!x", "x>1", "x>1,z<5"],
+)
+def test_upstream_good_strings_restring(selector: str) -> None:
+    assert format_selector(parse_selector(selector)) == selector.replace(" ", "")
+
+
+@pytest.mark.parametrize("selector", ["x=a||y=b", "x==a==b", "!x=a", "x<a"])
+def test_upstream_bad_strings(selector: str) -> None:
+    with pytest.raises(InvalidSelectorError):
+        parse_selector(selector)
+
+
+def test_deterministic_parse() -> None:
+    assert format_selector(parse_selector("x=a,a=x")) == format_selector(parse_selector("a=x,x=a"))
