@@ -7,8 +7,10 @@ Upstream counterparts: prometheus-adapter ``pkg/client/helpers.go`` (``LabelEq``
 
 ``go_quote`` reproduces ``strconv.Quote`` byte for byte, so rendered queries equal upstream's;
 Prometheus unquotes string literals with the same escape set, so any value round-trips.
-Deliberate deviation: Python strings may hold lone surrogates, which Go strings cannot; they are
-refused with ``InvalidValueError`` instead of being sent.
+Deliberate deviations: Python strings may hold lone surrogates, which Go strings cannot; they are
+refused with ``InvalidValueError`` instead of being sent. "Printable" follows Python's Unicode
+database, which can lag Go's by a version: a character new in Go's tables is escaped here
+(``\\u...``) where Go prints it raw; both spell the same string.
 """
 
 from __future__ import annotations
