@@ -456,7 +456,9 @@ class HorizontalController:
         self._status_writer = status_writer
         self._events = events
         self._clock = clock
-        self.selector_index: HPASelectorIndex = selector_index or HPASelectorStore()
+        self.selector_index: HPASelectorIndex = (
+            selector_index if selector_index is not None else HPASelectorStore()
+        )
         self.metrics = HorizontalControllerMetrics(registry or CollectorRegistry())
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}

@@ -59,10 +59,16 @@ class FakeMetricsClient:
         timestamp: datetime | None = None,
         window_seconds: float = 30.0,
         custom: bool = False,
+        selector: str = "",
     ) -> None:
-        """Per-pod samples of a resource (``custom=False``) or a Pods metric (``custom=True``)."""
+        """Per-pod samples of a resource (``custom=False``) or a Pods metric (``custom=True``);
+        with ``selector`` they answer only calls for that pod selector (several workloads in
+        one namespace), without they answer any selector."""
         kind = "raw" if custom else "resource"
-        self.answers[(kind, namespace, resource_or_metric, container)] = PodMetricsObservation(
+        key: MetricKey = (kind, namespace, resource_or_metric, container)
+        if selector:
+            key = (*key, selector)
+        self.answers[key] = PodMetricsObservation(
             metrics={
                 pod: PodMetric(value, timestamp=timestamp, window_seconds=window_seconds)
                 for pod, value in values_milli.items()
@@ -124,8 +130,11 @@ class FakeMetricsClient:
 
     # ------------------------------------------------------------------ the port
 
-    async def _answer(self, key: MetricKey, missing: str) -> Answer:
-        if key in self.hanging:
+    async def _answer(self, key: MetricKey, missing: str, *, selector: str = "") -> Answer:
+        hang = key in self.hanging
+        if selector and (*key, selector) in self.answers:
+            key = (*key, selector)
+        if hang or key in self.hanging:
             await asyncio.Event().wait()  # until the caller's deadline cancels it
         if key in self.raising:
             raise self.raising[key]
@@ -136,7 +145,9 @@ class FakeMetricsClient:
     ) -> PodMetricsObservation | MetricFetchError:
         key = self.resource_key(namespace, resource, container=container)
         self.calls.append(MetricsCall("get_resource_metric", key, selector=selector))
-        answer = await self._answer(key, "no metrics returned from resource metrics API")
+        answer = await self._answer(
+            key, "no metrics returned from resource metrics API", selector=selector
+        )
         assert isinstance(answer, PodMetricsObservation | MetricFetchError)
         return answer
 
@@ -147,7 +158,9 @@ class FakeMetricsClient:
         self.calls.append(
             MetricsCall("get_raw_metric", key, selector=selector, metric_selector=metric_selector)
         )
-        answer = await self._answer(key, "no metrics returned from custom metrics API")
+        answer = await self._answer(
+            key, "no metrics returned from custom metrics API", selector=selector
+        )
         assert isinstance(answer, PodMetricsObservation | MetricFetchError)
         return answer
 
