@@ -13,9 +13,17 @@ from pathlib import Path
 
 import yaml
 
-from adapter.rules import StaticRESTMapper, load_rules, namers_from_config, parse_selector
-from adapter.rules.mapper import PODS
+from adapter.rules import (
+    GroupResource,
+    ResourceQueries,
+    StaticRESTMapper,
+    load_rules,
+    namers_from_config,
+    parse_selector,
+)
+from adapter.rules.mapper import BUILTIN_KINDS, PODS
 from adapter.rules.promql import go_quote
+from tests.adapter.default_config import SHARED_DATA, TEST_DATA
 
 PROMTOOL = "/usr/bin/promtool"
 
@@ -101,3 +109,62 @@ def test_hostile_names_select_exactly_their_series(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_every_shipped_rule_renders_a_query_prometheus_accepts(tmp_path: Path) -> None:
+    """Sample config, chart defaults and the deploy ConfigMap: every rendered query parses."""
+    mapper = StaticRESTMapper.from_kinds([*BUILTIN_KINDS, ("cheese.io", "Brand", False)])
+    names = ["web-1", 'we"b.2']
+    queries: list[str] = []
+    sample = load_rules((SHARED_DATA / "sample-config.yaml").read_text(), source="sample")
+    chart = load_rules((TEST_DATA / "helm-chart-default-rules.yaml").read_text(), source="chart")
+    for config in (sample, chart):
+        for namer in namers_from_config(config.rules, mapper):
+            # every rule maps pods, except the sample's cheddar rule (brands.cheese.io)
+            resource = (
+                PODS if namer.resource_for_label("pod") else GroupResource("cheese.io", "brands")
+            )
+            queries.append(
+                namer.query_for_series("some_metric_total", resource, namespace=None, names=names)
+            )
+    # (the sample's first external rule has no namespace label and cannot render at all)
+    external = namers_from_config(sample.external_rules, mapper, kind="externalRules")[1]
+    selector = parse_selector("topic in (a.b,c)")
+    queries.append(
+        external.query_for_external_series("queue_depth", namespace="x", metric_selector=selector)
+    )
+    config_map = yaml.safe_load((SHARED_DATA / "deploy-config-map.yaml").read_text())
+    deploy = load_rules(config_map["data"]["config.yaml"], source="deploy")
+    assert deploy.resource_rules is not None
+    resources = ResourceQueries.from_config(deploy.resource_rules, mapper)
+    for query in (resources.cpu, resources.memory):
+        queries.append(query.build_container_query(names, namespace="shop"))
+        queries.append(query.build_node_query(names))
+    assert len(queries) == 15
+    test_file = tmp_path / "parse.yml"
+    test_file.write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": [],
+                "tests": [
+                    {
+                        "interval": "1m",
+                        "input_series": [{"series": "up", "values": "1"}],
+                        "promql_expr_test": [
+                            {"expr": query, "eval_time": "0m", "exp_samples": []}
+                            for query in queries
+                        ],
+                    }
+                ],
+            },
+            allow_unicode=True,
+        )
+    )
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", str(test_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
