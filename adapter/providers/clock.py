@@ -1,0 +1,20 @@
+"""The real clock for the providers: loop time, UTC wall time, ``asyncio.sleep``.
+
+Upstream counterpart: ``k8s.io/utils/clock.RealClock``. Tests inject ``tests.fakes.clock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))

@@ -1,0 +1,356 @@
+"""The custom metrics provider (``custom.metrics.k8s.io``): values for named or selected objects.
+
+Upstream counterpart: prometheus-adapter ``pkg/custom-provider/provider.go``
+(``prometheusProvider.GetMetricByName``, ``GetMetricBySelector``, ``metricFor``, ``metricsFor``,
+``buildQuery``) with custom-metrics-apiserver ``CustomMetricsProvider``.
+
+As upstream: the rule renders one query for the requested names; samples are matched to names by
+the rule's resource label; a named object with no matching sample is "the server could not find
+the metric M for R NAME"; an unknown metric is "... for R"; list results keep the order of the
+names.
+
+Deliberate deviations (docs/adapter-values.md):
+
+- pod names for ``*`` come from the ``PodLister`` watch cache, not a LIST; other resources cannot be
+  listed by selector here (400);
+- a selector request whose objects all lack a value is NotFound "... for R" (upstream: an empty
+  list, which the HPA then rejects with "no metrics returned from custom metrics API");
+- empty, stale and NaN/Inf values are missing, never 0 (see ``adapter.providers.values``); an
+  object listed by selector whose value is missing is left out of the list;
+- values carry the sample's real time and the rule's window instead of ``time.Now()`` and none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import structlog
+
+from adapter.providers.clock import SystemClock
+from adapter.providers.errors import (
+    InvalidRequestError,
+    MetricNotFoundError,
+    MissingCause,
+    ObjectListError,
+)
+from adapter.providers.evaluation import (
+    Freshness,
+    freshness_by_name,
+    object_probe_query,
+    parse_request_selector,
+    rule_errors_to_provider_errors,
+    run_with_probe,
+    vector_samples,
+)
+from adapter.providers.index import MetricIndex
+from adapter.providers.objects import BuiltinKinds, KindMapper, ObjectReference
+from adapter.providers.ports import Clock, PodLister, PrometheusQuerier
+from adapter.providers.telemetry import ProviderMetrics
+from adapter.providers.values import (
+    ValueSettings,
+    milli_from_text,
+    timestamp_from_seconds,
+    window_from_query,
+)
+from adapter.rules import (
+    PODS,
+    BadQueryError,
+    CustomMetricInfo,
+    Requirement,
+    format_selector,
+)
+from adapter.rules.errors import RuleEvaluationError
+from adapter.rules.registry import SeriesInfo
+from hpa.core.quantity import Quantity
+
+log = structlog.get_logger(__name__)
+
+
+class IndexSource(Protocol):
+    """Where the current ``MetricIndex`` comes from (``MetricRelister``)."""
+
+    @property
+    def index(self) -> MetricIndex: ...
+
+
+@dataclass(frozen=True)
+class CustomMetricValue:
+    """``custom_metrics.MetricValue``, version-neutral.
+
+    metric_selector: the request's ``metricLabelSelector`` (``metric.selector`` in v1beta2,
+        ``selector`` in v1beta1; None when it was empty, as upstream).
+    window_seconds: None when unknown (``windowSeconds`` is then omitted).
+    """
+
+    described_object: ObjectReference
+    metric: str
+    value: Quantity
+    timestamp: datetime
+    window_seconds: int | None
+    metric_selector: tuple[Requirement, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    info: CustomMetricInfo  # normalized
+    entry: SeriesInfo
+    query: str
+    probe: str | None
+    window_seconds: int | None
+
+
+@dataclass(frozen=True)
+class _Judged:
+    value_milli: int | None
+    timestamp: datetime | None
+    cause: MissingCause | None
+
+
+class CustomMetricsProvider:
+    """Answers custom-metrics requests from the current index and Prometheus.
+
+    Both methods take the request's selectors as text (``labelSelector``,
+    ``metricLabelSelector``) and raise ``ProviderError`` subclasses only.
+    """
+
+    def __init__(
+        self,
+        querier: PrometheusQuerier,
+        indexes: IndexSource,
+        *,
+        pod_lister: PodLister,
+        kinds: KindMapper | None = None,
+        settings: ValueSettings | None = None,
+        clock: Clock | None = None,
+        metrics: ProviderMetrics | None = None,
+    ) -> None:
+        self._querier = querier
+        self._indexes = indexes
+        self._pod_lister = pod_lister
+        self._kinds: KindMapper = kinds if kinds is not None else BuiltinKinds()
+        self.settings = settings if settings is not None else ValueSettings()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._metrics = metrics
+
+    def list_all_metrics(self) -> list[CustomMetricInfo]:
+        """``ListAllMetrics`` from the current index (sorted)."""
+        return self._indexes.index.custom.list_all_metrics()
+
+    async def get_metric_by_name(
+        self,
+        info: CustomMetricInfo,
+        name: str,
+        *,
+        namespace: str | None = None,
+        metric_selector: str = "",
+        timeout_seconds: float | None = None,
+    ) -> CustomMetricValue:
+        """``GetMetricByName``: the value for one object (namespaced when ``namespace`` is set).
+
+        Raises ``MetricNotFoundError`` ("... for R NAME" when the object has no usable value),
+        ``InvalidRequestError``, ``MetricFetchError``.
+        """
+        requirements = parse_request_selector(metric_selector, what="metric label selector")
+        plan = self._plan(info, namespace=namespace, names=[name], requirements=requirements)
+        judged = await self._evaluate(
+            plan, [name], namespace=namespace, timeout_seconds=timeout_seconds
+        )
+        result = judged[name]
+        if result.value_milli is None or result.timestamp is None:
+            cause = result.cause or MissingCause.EMPTY_RESULT
+            self._count_missing(cause)
+            raise MetricNotFoundError(info.group_resource, info.metric, name=name, cause=cause)
+        return self._value(plan, name, namespace, result, requirements)
+
+    async def get_metric_by_selector(
+        self,
+        info: CustomMetricInfo,
+        *,
+        namespace: str | None = None,
+        selector: str = "",
+        metric_selector: str = "",
+        timeout_seconds: float | None = None,
+    ) -> list[CustomMetricValue]:
+        """``GetMetricBySelector``: values for the objects matching ``selector`` (``*``).
+
+        Only pods can be listed (from the ``PodLister``). Objects without a usable value are left
+        out; when none is left, raises ``MetricNotFoundError`` ("... for R").
+        """
+        label_requirements = parse_request_selector(selector, what="label selector")
+        requirements = parse_request_selector(metric_selector, what="metric label selector")
+        names = await self._names_for_selector(info, namespace, label_requirements)
+        if not names:
+            self._count_missing(MissingCause.NO_OBJECTS)
+            raise MetricNotFoundError(
+                info.group_resource,
+                info.metric,
+                cause=MissingCause.NO_OBJECTS,
+                detail=f"no {info.group_resource} match the label selector {selector!r}",
+            )
+        plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
+        judged = await self._evaluate(
+            plan, names, namespace=namespace, timeout_seconds=timeout_seconds
+        )
+        values = []
+        causes: list[MissingCause] = []
+        for name in names:
+            result = judged[name]
+            if result.value_milli is None or result.timestamp is None:
+                causes.append(result.cause or MissingCause.EMPTY_RESULT)
+                continue
+            values.append(self._value(plan, name, namespace, result, requirements))
+        for cause in causes:
+            self._count_missing(cause)
+        if not values:
+            cause = _dominant(causes)
+            raise MetricNotFoundError(info.group_resource, info.metric, cause=cause)
+        return values
+
+    # ------------------------------------------------------------------ internals
+
+    async def _names_for_selector(
+        self,
+        info: CustomMetricInfo,
+        namespace: str | None,
+        requirements: Sequence[Requirement],
+    ) -> list[str]:
+        index = self._indexes.index
+        normalized = index.custom.normalized(info)
+        resource = normalized.group_resource if normalized is not None else info.group_resource
+        if normalized is None or normalized not in index.custom.info:
+            self._count_missing(MissingCause.UNKNOWN_METRIC)
+            raise MetricNotFoundError(
+                info.group_resource, info.metric, cause=MissingCause.UNKNOWN_METRIC
+            )
+        if resource != PODS or namespace is None:
+            raise InvalidRequestError(
+                f"listing {resource} by label selector is not supported: only pods in a "
+                "namespace can be selected"
+            )
+        try:
+            found = await self._pod_lister.pods_for_selector(
+                namespace, format_selector(requirements)
+            )
+        except Exception as exc:
+            log.warning("pod_list_failed", namespace=namespace, error=str(exc))
+            raise ObjectListError(detail=str(exc)) from exc
+        return list(dict.fromkeys(found))
+
+    def _plan(
+        self,
+        info: CustomMetricInfo,
+        *,
+        namespace: str | None,
+        names: Sequence[str],
+        requirements: Sequence[Requirement],
+    ) -> _Plan:
+        registry = self._indexes.index.custom
+        if info.namespaced and not namespace:
+            raise InvalidRequestError("a namespaced metric needs a namespace")
+        if not info.namespaced:
+            namespace = None
+        try:
+            query = registry.query_for_metric(
+                info, namespace=namespace, names=names, metric_selector=requirements
+            )
+            normalized = registry.normalized(info)
+            entry = registry.info.get(normalized) if normalized is not None else None
+            if query is None or normalized is None or entry is None:
+                self._count_missing(MissingCause.UNKNOWN_METRIC)
+                raise MetricNotFoundError(
+                    info.group_resource, info.metric, cause=MissingCause.UNKNOWN_METRIC
+                )
+            probe = None
+            if self.settings.max_sample_age_seconds is not None:
+                probe = object_probe_query(
+                    entry,
+                    normalized.group_resource,
+                    namespace=namespace,
+                    names=names,
+                    metric_selector=requirements,
+                )
+        except (BadQueryError, RuleEvaluationError) as exc:
+            raise rule_errors_to_provider_errors(exc) from exc
+        policy = self.settings.policy(info.metric)
+        window = policy.window_seconds
+        if window is None:
+            window = window_from_query(entry.namer.rule.metrics_query)
+        return _Plan(normalized, entry, query, probe, window)
+
+    async def _evaluate(
+        self,
+        plan: _Plan,
+        names: Sequence[str],
+        *,
+        namespace: str | None,
+        timeout_seconds: float | None,
+    ) -> dict[str, _Judged]:
+        if timeout_seconds is None:
+            timeout_seconds = self.settings.query_timeout_seconds
+        result, probed = await run_with_probe(
+            self._querier, plan.query, plan.probe, timeout_seconds=timeout_seconds
+        )
+        samples = vector_samples(result)
+        label = plan.entry.namer.label_for_resource(plan.info.group_resource)
+        by_name = {sample.labels.get(label, ""): sample for sample in samples}
+        freshness: Mapping[str, Freshness] | None = None
+        if probed is not None:
+            freshness = freshness_by_name(vector_samples(probed), label)
+        bound = self.settings.max_sample_age_seconds
+        empty_is_zero = self.settings.policy(plan.info.metric).empty_is_zero
+        judged: dict[str, _Judged] = {}
+        for name in names:
+            sample = by_name.get(name)
+            if sample is None:
+                if empty_is_zero:
+                    judged[name] = _Judged(0, self._clock.now(), None)
+                else:
+                    judged[name] = _Judged(None, None, MissingCause.EMPTY_RESULT)
+                continue
+            milli = milli_from_text(sample.value_text)
+            if milli is None:
+                judged[name] = _Judged(None, None, MissingCause.NOT_FINITE)
+                continue
+            timestamp_seconds = sample.timestamp_seconds
+            if freshness is not None and bound is not None:
+                fresh = freshness.get(name)
+                if fresh is None or fresh.age_seconds > bound:
+                    judged[name] = _Judged(None, None, MissingCause.STALE)
+                    continue
+                timestamp_seconds = fresh.sample_time_seconds
+            judged[name] = _Judged(milli, timestamp_from_seconds(timestamp_seconds), None)
+        return judged
+
+    def _value(
+        self,
+        plan: _Plan,
+        name: str,
+        namespace: str | None,
+        judged: _Judged,
+        requirements: tuple[Requirement, ...],
+    ) -> CustomMetricValue:
+        assert judged.value_milli is not None
+        assert judged.timestamp is not None
+        api_version, kind = self._kinds.kind_for(plan.info.group_resource)
+        return CustomMetricValue(
+            described_object=ObjectReference(api_version, kind, name, namespace or ""),
+            metric=plan.info.metric,
+            value=Quantity.from_milli(judged.value_milli),
+            timestamp=judged.timestamp,
+            window_seconds=plan.window_seconds,
+            metric_selector=requirements or None,
+        )
+
+    def _count_missing(self, cause: MissingCause) -> None:
+        if self._metrics is not None:
+            self._metrics.missing.labels("custom", cause.value).inc()
+
+
+def _dominant(causes: Sequence[MissingCause]) -> MissingCause:
+    """The cause to report for a list with no value: the most frequent one."""
+    if not causes:
+        return MissingCause.EMPTY_RESULT
+    return max(set(causes), key=lambda cause: (causes.count(cause), cause.value))

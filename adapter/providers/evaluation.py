@@ -1,0 +1,164 @@
+"""Running rendered queries: Prometheus errors to provider errors, and the staleness probe.
+
+Upstream counterpart: prometheus-adapter ``prometheusProvider.buildQuery`` (any client error is
+logged and answered 500 "unable to fetch metrics"; a non-vector result is an internal error).
+
+Deliberate deviation (docs/adapter-values.md): when a staleness bound is set, each value query
+runs together with a *probe* built from the same rule, series, namespace, object names and metric
+selector: ``max by (<resource label>) (timestamp(<series>{<matchers>}))`` (for external metrics,
+``max(timestamp(...))``). It tells, per object, when the newest raw sample of the underlying series
+was scraped; ``evaluation time - that time`` is the sample's age on Prometheus's own clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from adapter.prometheus.errors import PrometheusError, PrometheusTimeoutError
+from adapter.prometheus.results import InstantResult, Sample
+from adapter.providers.errors import InvalidRequestError, MetricFetchError, MetricFetchTimeoutError
+from adapter.providers.ports import PrometheusQuerier
+from adapter.rules import BadQueryError, GroupResource, Requirement, parse_selector
+from adapter.rules.config import QUERY_TEMPLATE_ARGS
+from adapter.rules.errors import RuleEvaluationError
+from adapter.rules.gotemplate import parse_template
+from adapter.rules.naming import MetricsQuery
+from adapter.rules.registry import SeriesInfo
+
+log = structlog.get_logger(__name__)
+
+OBJECT_PROBE = parse_template(
+    "max by (<<.GroupBy>>) (timestamp(<<.Series>>{<<.LabelMatchers>>}))",
+    name="freshness-probe",
+    root=QUERY_TEMPLATE_ARGS,
+)
+EXTERNAL_PROBE = parse_template(
+    "max(timestamp(<<.Series>>{<<.LabelMatchers>>}))",
+    name="freshness-probe",
+    root=QUERY_TEMPLATE_ARGS,
+)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """When the newest raw sample was scraped, and how old it was at evaluation."""
+
+    sample_time_seconds: float
+    age_seconds: float
+
+
+def parse_request_selector(text: str, *, what: str) -> tuple[Requirement, ...]:
+    """``labels.Parse`` of a request's selector; a bad one is the caller's fault (400)."""
+    try:
+        return parse_selector(text)
+    except BadQueryError as exc:
+        raise InvalidRequestError(f"invalid {what}: {exc}") from exc
+
+
+def object_probe_query(
+    entry: SeriesInfo,
+    resource: GroupResource,
+    *,
+    namespace: str | None,
+    names: Sequence[str],
+    metric_selector: Iterable[Requirement],
+) -> str:
+    rule_query = entry.namer.metrics_query
+    query = MetricsQuery(OBJECT_PROBE, rule_query.converter, namespaced=rule_query.namespaced)
+    return query.build(
+        entry.series_name,
+        resource,
+        namespace=namespace,
+        names=names,
+        metric_selector=metric_selector,
+    )
+
+
+def external_probe_query(
+    entry: SeriesInfo, *, namespace: str | None, metric_selector: Iterable[Requirement]
+) -> str:
+    rule_query = entry.namer.metrics_query
+    query = MetricsQuery(EXTERNAL_PROBE, rule_query.converter, namespaced=rule_query.namespaced)
+    return query.build_external(
+        entry.series_name, namespace=namespace, metric_selector=metric_selector
+    )
+
+
+def rule_errors_to_provider_errors(exc: Exception) -> Exception:
+    if isinstance(exc, BadQueryError):
+        return InvalidRequestError(str(exc))
+    if isinstance(exc, RuleEvaluationError):
+        return MetricFetchError(detail=f"the rule cannot render this request: {exc}")
+    return exc
+
+
+async def run_instant(
+    querier: PrometheusQuerier, query: str, *, timeout_seconds: float | None
+) -> InstantResult:
+    try:
+        return await querier.query(query, timeout_seconds=timeout_seconds)
+    except PrometheusTimeoutError as exc:
+        log.warning("metrics_query_failed", query=query, error=exc.message)
+        raise MetricFetchTimeoutError(
+            "unable to fetch metrics: timed out", detail=exc.message
+        ) from exc
+    except PrometheusError as exc:
+        log.warning("metrics_query_failed", query=query, error=exc.message)
+        raise MetricFetchError(detail=exc.message) from exc
+
+
+async def run_with_probe(
+    querier: PrometheusQuerier,
+    query: str,
+    probe: str | None,
+    *,
+    timeout_seconds: float | None,
+) -> tuple[InstantResult, InstantResult | None]:
+    """The value query and (if any) its probe, concurrently; either failing cancels the other."""
+    value_task = asyncio.ensure_future(run_instant(querier, query, timeout_seconds=timeout_seconds))
+    probe_task = (
+        asyncio.ensure_future(run_instant(querier, probe, timeout_seconds=timeout_seconds))
+        if probe is not None
+        else None
+    )
+    try:
+        value = await value_task
+        probed = await probe_task if probe_task is not None else None
+    except BaseException:
+        value_task.cancel()
+        if probe_task is not None:
+            probe_task.cancel()
+            await asyncio.gather(probe_task, return_exceptions=True)
+        await asyncio.gather(value_task, return_exceptions=True)
+        raise
+    return value, probed
+
+
+def vector_samples(result: InstantResult) -> tuple[Sample, ...]:
+    if result.result_type != "vector":
+        raise MetricFetchError(
+            detail=f"expected a vector, Prometheus returned a {result.result_type}"
+        )
+    return result.samples
+
+
+def freshness_of(sample: Sample) -> Freshness | None:
+    """A probe sample's value is the raw sample's Unix time; its timestamp the evaluation time."""
+    try:
+        sample_time = float(sample.value_text)
+    except ValueError:
+        return None
+    return Freshness(sample_time, sample.timestamp_seconds - sample_time)
+
+
+def freshness_by_name(samples: Iterable[Sample], label: str) -> Mapping[str, Freshness]:
+    out: dict[str, Freshness] = {}
+    for sample in samples:
+        fresh = freshness_of(sample)
+        if fresh is not None:
+            out[sample.labels.get(label, "")] = fresh
+    return out

@@ -1,0 +1,245 @@
+"""The resource metrics provider (``metrics.k8s.io``): pod and node CPU/memory from resourceRules.
+
+Upstream counterpart: prometheus-adapter ``pkg/resourceprovider/provider.go`` (``GetPodMetrics``:
+pods grouped by namespace, CPU and memory queried concurrently per namespace, a namespace whose
+query fails is skipped; ``assignForPod``: a pod needs both CPU and memory results, containers are
+keyed by the container label, a container with only one of them gets 0 for the other, the
+timestamp is the earliest sample's; ``GetNodeMetrics``: the first sample per node, earliest of
+the two timestamps; negative values read 0; CPU is DecimalSI, memory BinarySI, both
+``NewMilliQuantity(int64(v*1000))``; the rule's ``window``).
+
+Deliberate deviations (docs/adapter-values.md): a NaN/+-Inf sample is dropped instead of read as 0
+(so a pod whose only CPU sample is NaN has no metrics, like a pod Prometheus has nothing for);
+when every query failed the call raises ``MetricFetchError`` instead of answering an empty list;
+values come from the exact decimal text. No staleness probe runs here: the container/node query
+templates name their own series, so there is no single series to probe (Prometheus's staleness
+markers still end series that stopped being scraped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from adapter.prometheus.results import Sample
+from adapter.providers.errors import MetricFetchError, ProviderError
+from adapter.providers.evaluation import run_instant, vector_samples
+from adapter.providers.ports import PrometheusQuerier
+from adapter.providers.values import ValueSettings, milli_from_text, timestamp_from_seconds
+from adapter.rules import BadQueryError, ResourceQueries, ResourceQuery
+from adapter.rules.errors import RuleEvaluationError
+from hpa.core.quantity import Format, Quantity
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ContainerUsage:
+    name: str
+    cpu: Quantity
+    memory: Quantity
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """``metrics.PodMetrics`` without object metadata (the server adds labels)."""
+
+    namespace: str
+    name: str
+    timestamp: datetime
+    window_milliseconds: int
+    containers: tuple[ContainerUsage, ...]
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """``metrics.NodeMetrics`` without object metadata."""
+
+    name: str
+    timestamp: datetime
+    window_milliseconds: int
+    cpu: Quantity
+    memory: Quantity
+
+
+@dataclass(frozen=True)
+class _Point:
+    labels: Mapping[str, str]
+    milli: int
+    timestamp_seconds: float
+
+
+_Results = dict[str, list[_Point]]
+
+
+def _cpu(milli: int) -> Quantity:
+    return Quantity.from_milli(milli, Format.DECIMAL_SI)
+
+
+def _memory(milli: int) -> Quantity:
+    return Quantity.from_milli(milli, Format.BINARY_SI)
+
+
+class ResourceMetricsProvider:
+    def __init__(
+        self,
+        querier: PrometheusQuerier,
+        queries: ResourceQueries,
+        *,
+        settings: ValueSettings | None = None,
+    ) -> None:
+        self._querier = querier
+        self.queries = queries
+        self.settings = settings if settings is not None else ValueSettings()
+
+    async def get_pod_metrics(
+        self, pods: Sequence[tuple[str, str]], *, timeout_seconds: float | None = None
+    ) -> list[PodUsage]:
+        """``GetPodMetrics`` for (namespace, name) pairs, in the order given; pods without
+        complete data are left out."""
+        if not pods:
+            return []
+        by_namespace: dict[str, list[str]] = {}
+        for namespace, name in pods:
+            names = by_namespace.setdefault(namespace, [])
+            if name not in names:
+                names.append(name)
+        namespaces = list(by_namespace)
+        answers = await asyncio.gather(
+            *(
+                self._query_both(namespace, by_namespace[namespace], timeout_seconds)
+                for namespace in namespaces
+            ),
+            return_exceptions=True,
+        )
+        results: dict[str, tuple[_Results, _Results]] = {}
+        failures: list[BaseException] = []
+        for namespace, answer in zip(namespaces, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, ProviderError):
+                    raise answer
+                log.warning(
+                    "pod_metrics_failed", namespace=namespace, error=answer.detail or str(answer)
+                )
+                failures.append(answer)
+                continue
+            results[namespace] = answer
+        if not results:
+            raise MetricFetchError(detail=f"every resource query failed: {failures[0]}") from (
+                failures[0]
+            )
+        out: list[PodUsage] = []
+        for namespace, name in dict.fromkeys(pods):
+            found = results.get(namespace)
+            if found is None:
+                continue
+            usage = self._assign_for_pod(namespace, name, found)
+            if usage is not None:
+                out.append(usage)
+        return out
+
+    async def get_node_metrics(
+        self, nodes: Sequence[str], *, timeout_seconds: float | None = None
+    ) -> list[NodeUsage]:
+        """``GetNodeMetrics``; nodes without both CPU and memory are left out."""
+        names = list(dict.fromkeys(nodes))
+        if not names:
+            return []
+        cpu, memory = await self._query_both(None, names, timeout_seconds)
+        out = []
+        for name in names:
+            cpu_points, memory_points = cpu.get(name), memory.get(name)
+            if not cpu_points or not memory_points:
+                continue
+            first_cpu, first_memory = cpu_points[0], memory_points[0]
+            timestamp = min(first_cpu.timestamp_seconds, first_memory.timestamp_seconds)
+            out.append(
+                NodeUsage(
+                    name,
+                    timestamp_from_seconds(timestamp),
+                    self.queries.window_milliseconds,
+                    _cpu(first_cpu.milli),
+                    _memory(first_memory.milli),
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _assign_for_pod(
+        self, namespace: str, name: str, found: tuple[_Results, _Results]
+    ) -> PodUsage | None:
+        cpu_points, memory_points = found[0].get(name), found[1].get(name)
+        if not cpu_points or not memory_points:
+            log.info("pod_metrics_incomplete", namespace=namespace, pod=name)
+            return None
+        cpu_by_container: dict[str, int] = {}
+        memory_by_container: dict[str, int] = {}
+        earliest = min(point.timestamp_seconds for point in (*cpu_points, *memory_points))
+        for point in cpu_points:
+            cpu_by_container[point.labels.get(self.queries.cpu.container_label, "")] = point.milli
+        for point in memory_points:
+            container = point.labels.get(self.queries.memory.container_label, "")
+            memory_by_container[container] = point.milli
+        containers = tuple(
+            ContainerUsage(
+                container,
+                _cpu(cpu_by_container.get(container, 0)),
+                _memory(memory_by_container.get(container, 0)),
+            )
+            for container in dict.fromkeys([*cpu_by_container, *memory_by_container])
+        )
+        return PodUsage(
+            namespace,
+            name,
+            timestamp_from_seconds(earliest),
+            self.queries.window_milliseconds,
+            containers,
+        )
+
+    async def _query_both(
+        self, namespace: str | None, names: Sequence[str], timeout_seconds: float | None
+    ) -> tuple[_Results, _Results]:
+        if timeout_seconds is None:
+            timeout_seconds = self.settings.query_timeout_seconds
+        cpu, memory = await asyncio.gather(
+            self._run(self.queries.cpu, namespace, names, timeout_seconds),
+            self._run(self.queries.memory, namespace, names, timeout_seconds),
+        )
+        return cpu, memory
+
+    async def _run(
+        self,
+        query_info: ResourceQuery,
+        namespace: str | None,
+        names: Sequence[str],
+        timeout_seconds: float | None,
+    ) -> _Results:
+        """``runQuery``: samples keyed by the pod (or node) label."""
+        try:
+            if namespace is None:
+                query = query_info.build_node_query(names)
+                label = query_info.node_label()
+            else:
+                query = query_info.build_container_query(names, namespace=namespace)
+                label = query_info.pod_label()
+        except (BadQueryError, RuleEvaluationError) as exc:
+            raise MetricFetchError(detail=f"unable to construct query: {exc}") from exc
+        result = await run_instant(self._querier, query, timeout_seconds=timeout_seconds)
+        out: _Results = {}
+        for sample in vector_samples(result):
+            point = _point(sample)
+            if point is not None:
+                out.setdefault(sample.labels.get(label, ""), []).append(point)
+        return out
+
+
+def _point(sample: Sample) -> _Point | None:
+    milli = milli_from_text(sample.value_text)
+    if milli is None:
+        return None
+    return _Point(sample.labels, max(0, milli), sample.timestamp_seconds)

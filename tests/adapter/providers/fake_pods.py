@@ -1,0 +1,30 @@
+"""A data-driven ``PodLister`` for provider tests: pods by namespace with labels, calls recorded.
+
+Matching uses ``hpa.kube.selector`` (the same selector semantics the real watch-cache lister over
+``hpa.kube``'s informer will use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hpa.kube.selector import parse_selector
+
+
+class FakePodLister:
+    def __init__(self, pods: Mapping[str, Mapping[str, Mapping[str, str]]]) -> None:
+        """``pods``: namespace -> pod name -> labels."""
+        self.pods = {namespace: dict(found) for namespace, found in pods.items()}
+        self.calls: list[tuple[str, str]] = []
+        self.error: Exception | None = None
+
+    async def pods_for_selector(self, namespace: str, selector: str) -> list[str]:
+        self.calls.append((namespace, selector))
+        if self.error is not None:
+            raise self.error
+        parsed = parse_selector(selector)
+        return [
+            name
+            for name, labels in sorted(self.pods.get(namespace, {}).items())
+            if parsed.matches(labels)
+        ]
