@@ -25,7 +25,7 @@ _UNIT_SECONDS: dict[str, Decimal] = {
     "m": Decimal(60),
     "h": Decimal(3600),
 }
-_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_NUMBER = re.compile(r"\d+\.?\d*|\.\d+")
 
 
 class DurationError(ValueError):
@@ -47,16 +47,23 @@ def parse_duration_seconds(text: str) -> float:
     total = Decimal(0)
     position = 0
     while position < len(body):
-        match = _TERM.match(body, position)
-        if match is None:
-            if re.match(r"\d+\.?\d*|\.\d+", body[position:]):
-                raise DurationError(f"time: missing unit in duration {quoted}")
+        number = _NUMBER.match(body, position)
+        if number is None:
             raise DurationError(f"time: invalid duration {quoted}")
+        position = number.end()
+        unit_end = position
+        while unit_end < len(body) and body[unit_end] not in "0123456789.":
+            unit_end += 1
+        unit = body[position:unit_end]
+        if not unit:
+            raise DurationError(f"time: missing unit in duration {quoted}")
+        if unit not in _UNIT_SECONDS:
+            raise DurationError(f'time: unknown unit "{unit}" in duration {quoted}')
         try:
-            total += Decimal(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+            total += Decimal(number.group(0)) * _UNIT_SECONDS[unit]
         except InvalidOperation as error:  # pragma: no cover - the regex admits only numbers
             raise DurationError(f"time: invalid duration {quoted}") from error
-        position = match.end()
+        position = unit_end
     return float(sign * total)
 
 

@@ -4,14 +4,17 @@ Tests (and the simulator, if it likes) set what each metric answers: per-pod val
 value, external series, or an error; a metric can also be told to hang until its deadline.
 Keys are what identifies a metric in upstream's ``MetricsClient`` calls: the namespace, the
 resource or metric name, and the container / described object.
+
+``FakeJsonGetter`` is the fake of the one port the API-backed clients of ``hpa.metrics`` use.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from hpa.core.decision import (
     ExternalMetricObservation,
@@ -189,4 +192,34 @@ class FakeMetricsClient:
         self.calls.append(MetricsCall("get_external_metric", key, metric_selector=metric_selector))
         answer = await self._answer(key, "no metrics returned from external metrics API")
         assert isinstance(answer, ExternalMetricObservation | MetricFetchError)
+        return answer
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRequest:
+    path: str
+    params: Mapping[str, str]
+
+
+class FakeJsonGetter:
+    """A fake ``hpa.metrics.transport.JsonGetter``: answers by path, records every request.
+
+    ``routes`` maps a path to a JSON document or to an exception to raise; an unknown path raises
+    ``missing(path)`` (a 404 by default, like the aggregator for an unregistered group)."""
+
+    def __init__(self, missing: Callable[[str], Exception]) -> None:
+        self.routes: dict[str, Mapping[str, Any] | Exception] = {}
+        self.requests: list[JsonRequest] = []
+        self._missing = missing
+
+    def paths(self) -> list[str]:
+        return [request.path for request in self.requests]
+
+    async def get(self, path: str, *, params: Mapping[str, str] | None = None) -> Mapping[str, Any]:
+        self.requests.append(JsonRequest(path, dict(params or {})))
+        answer = self.routes.get(path)
+        if answer is None:
+            raise self._missing(path)
+        if isinstance(answer, Exception):
+            raise answer
         return answer
