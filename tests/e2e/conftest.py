@@ -1,0 +1,33 @@
+"""The session-scoped `lab` fixture for end-to-end tests (tests marked `e2e`).
+
+One lab per test session: starting it costs tens of seconds, so tests share it and each works
+in its own namespace. When a test that used the lab fails, its report gets the tail of every
+component's log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.lab.controlplane import ControlPlaneConfig
+from tests.lab.lab import Lab, LabConfig
+
+E2E_NODE_COUNT = 3
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[Lab]:
+    config = LabConfig(control_plane=ControlPlaneConfig(node_count=E2E_NODE_COUNT))
+    with Lab(config) as running:
+        yield running
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    running = getattr(item, "funcargs", {}).get("lab")
+    if report.failed and isinstance(running, Lab):
+        report.sections.append(("lab component logs (tails)", running.report_logs()))
