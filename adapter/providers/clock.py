@@ -1,4 +1,4 @@
-"""The real clock for the providers: loop time, UTC wall time, ``asyncio.sleep``.
+"""The real clock for the providers: ``time.monotonic``, UTC wall time, ``asyncio.sleep``.
 
 Upstream counterpart: ``k8s.io/utils/clock.RealClock``. Tests inject ``tests.fakes.clock``.
 """
@@ -6,12 +6,13 @@ Upstream counterpart: ``k8s.io/utils/clock.RealClock``. Tests inject ``tests.fak
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 
 
 class SystemClock:
     def monotonic(self) -> float:
-        return asyncio.get_running_loop().time()
+        return time.monotonic()  # the event loop's clock, readable from any thread
 
     def now(self) -> datetime:
         return datetime.now(UTC)

@@ -195,10 +195,7 @@ class MetricRelister:
     def age_seconds(self) -> float:
         if self._listed_monotonic is None:
             return -1.0
-        try:
-            return max(0.0, self._clock.monotonic() - self._listed_monotonic)
-        except RuntimeError:  # no running loop (a scrape from another thread)
-            return -1.0
+        return max(0.0, self._clock.monotonic() - self._listed_monotonic)
 
     async def relist(self) -> MetricIndex:
         """``updateMetrics``: list series for every distinct selector and swap in a new index.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -68,6 +68,8 @@ class FakePrometheus:
     matrices: exact query text -> [(labels, [(t, value_text), ...])].
     series: label sets (with ``__name__``) returned for every ``/api/v1/series`` call, or
         ``series_by_match`` for the ones whose ``match[]`` is listed there.
+    responder: called with the query text of an instant query not found in ``vectors`` or
+        ``scalars``; returns its samples (None: an empty vector).
     ssl_context: serve HTTPS with it.
     """
 
@@ -76,6 +78,7 @@ class FakePrometheus:
     matrices: dict[str, list[tuple[Labels, list[tuple[float, str]]]]] = field(default_factory=dict)
     series: list[dict[str, str]] = field(default_factory=list)
     series_by_match: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    responder: Callable[[str], list[FakeSample] | None] | None = None
     ssl_context: ssl.SSLContext | None = None
     eval_time_seconds: float | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -254,9 +257,16 @@ class FakePrometheus:
                         sample.value,
                     ],
                 }
-                for sample in self.vectors.get(text, [])
+                for sample in self._vector(text)
             ],
         }
+
+    def _vector(self, text: str) -> list[FakeSample]:
+        if text in self.vectors:
+            return self.vectors[text]
+        if self.responder is not None:
+            return self.responder(text) or []
+        return []
 
     def _range(self, query: Mapping[str, str]) -> dict[str, Any]:
         return {

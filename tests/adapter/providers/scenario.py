@@ -1,0 +1,116 @@
+"""Shared setup for provider tests against the fake Prometheus: a small rule file, the series a
+relist finds, and a responder that answers value queries and staleness probes from tables."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from adapter.prometheus import PrometheusClient, PrometheusConnection
+from adapter.providers import MetricProviders, ValueSettings, build_providers
+from adapter.rules import load_rules
+from tests.adapter.providers.fake_pods import FakePodLister
+from tests.fakes.clock import FakeClock
+from tests.fakes.prometheus import FakePrometheus, FakeSample
+
+EVAL_SECONDS = 1_800_000_000.0
+
+RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+- seriesQuery: 'errors_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: 'queue_messages_ready{queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+"""
+
+SERIES = [
+    {"__name__": "http_requests_total", "namespace": "ns1", "pod": "web-1"},
+    {"__name__": "http_requests_total", "namespace": "ns1", "pod": "web-2"},
+    {"__name__": "errors_total", "namespace": "ns1", "pod": "web-1"},
+    {"__name__": "queue_messages_ready", "queue": "orders"},
+]
+
+SERIES_BY_MATCH = {
+    'http_requests_total{namespace!="",pod!=""}': SERIES[:2],
+    'errors_total{namespace!="",pod!=""}': SERIES[2:3],
+    'queue_messages_ready{queue!=""}': SERIES[3:],
+}
+
+PODS = {"ns1": {"web-1": {"app": "web"}, "web-2": {"app": "web"}, "db-0": {"app": "db"}}}
+
+
+@dataclass
+class Tables:
+    """pod -> value text of the value query; pod -> sample age for the probe."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    ages: dict[str, float] = field(default_factory=dict)
+    external: dict[str, str] = field(default_factory=dict)  # queue -> value text
+    external_age: float | None = 1.0
+
+    def respond(self, query: str) -> list[FakeSample]:
+        if query.startswith("max by"):
+            return [
+                FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), EVAL_SECONDS)
+                for pod, age in self.ages.items()
+            ]
+        if query.startswith("max(timestamp"):
+            if self.external_age is None:
+                return []
+            return [FakeSample({}, repr(EVAL_SECONDS - self.external_age), EVAL_SECONDS)]
+        if "queue_messages_ready" in query:
+            return [FakeSample({"queue": queue}, value) for queue, value in self.external.items()]
+        return [FakeSample({"pod": pod}, value) for pod, value in self.values.items()]
+
+
+@dataclass
+class Setup:
+    prometheus: FakePrometheus
+    providers: MetricProviders
+    tables: Tables
+    pods: FakePodLister
+    clock: FakeClock
+    registry: CollectorRegistry
+
+
+@asynccontextmanager
+async def scenario(settings: ValueSettings | None = None) -> AsyncIterator[Setup]:
+    tables = Tables()
+    async with (
+        FakePrometheus(
+            series_by_match=dict(SERIES_BY_MATCH),
+            responder=tables.respond,
+            eval_time_seconds=EVAL_SECONDS,
+        ) as fake,
+        PrometheusClient(PrometheusConnection(fake.url, timeout_seconds=5.0)) as client,
+    ):
+        pods = FakePodLister(PODS)
+        clock = FakeClock()
+        registry = CollectorRegistry()
+        providers = build_providers(
+            load_rules(RULES, source="test"),
+            client,
+            pod_lister=pods,
+            settings=settings,
+            clock=clock,
+            registry=registry,
+            relist_interval_seconds=60.0,
+        )
+        await providers.relister.relist()
+        yield Setup(fake, providers, tables, pods, clock, registry)

@@ -1,0 +1,204 @@
+"""CustomMetricsProvider against the fake Prometheus: value semantics and error mapping.
+
+Upstream counterpart: prometheus-adapter ``pkg/custom-provider/provider_test.go`` (names matched
+by the resource label, NotFound texts); the rest pins our documented deviations
+(docs/adapter-values.md). Values as Prometheus computes them are covered by
+``test_real_prometheus.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from adapter.providers import (
+    InvalidRequestError,
+    MetricFetchError,
+    MetricFetchTimeoutError,
+    MetricNotFoundError,
+    MetricPolicy,
+    MissingCause,
+    ObjectListError,
+    ValueSettings,
+    custom_metric_request,
+)
+from adapter.rules import CustomMetricInfo
+from tests.adapter.providers.scenario import EVAL_SECONDS, scenario
+
+
+def pods(metric: str = "http_requests_per_second") -> CustomMetricInfo:
+    return custom_metric_request(namespace="ns1", resource="pods", name="*", metric=metric).info
+
+
+async def test_value_timestamp_is_the_newest_raw_sample_and_window_comes_from_the_rule() -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "0.85"}
+        setup.tables.ages = {"web-1": 12.5}
+        value = await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert str(value.value) == "850m"
+    assert value.timestamp == datetime.fromtimestamp(EVAL_SECONDS - 12.5, UTC)
+    assert value.window_seconds == 120
+    assert value.metric_selector is None
+
+
+async def test_value_and_probe_are_both_sent_with_the_same_matchers() -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1}
+        await setup.providers.custom.get_metric_by_name(
+            pods(), "web-1", namespace="ns1", metric_selector="method=GET"
+        )
+        queries = setup.prometheus.queries()
+    assert sorted(queries) == [
+        'max by (pod) (timestamp(http_requests_total{method="GET",namespace="ns1",pod="web-1"}))',
+        'sum(rate(http_requests_total{method="GET",namespace="ns1",pod="web-1"}[2m])) by (pod)',
+    ]
+
+
+async def test_sample_older_than_the_bound_is_missing() -> None:
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1", "web-2": "2"}
+        setup.tables.ages = {"web-1": 31.0, "web-2": 29.0}
+        with pytest.raises(MetricNotFoundError) as caught:
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        listed = await setup.providers.custom.get_metric_by_selector(
+            pods(), namespace="ns1", selector="app=web"
+        )
+    assert caught.value.cause is MissingCause.STALE
+    assert [v.described_object.name for v in listed] == ["web-2"]
+
+
+async def test_no_probe_sample_for_an_object_means_stale() -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "1"}
+        with pytest.raises(MetricNotFoundError) as caught:
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert caught.value.cause is MissingCause.STALE
+
+
+async def test_without_a_bound_no_probe_is_sent_and_the_evaluation_time_is_used() -> None:
+    async with scenario(ValueSettings(max_sample_age_seconds=None)) as setup:
+        setup.tables.values = {"web-1": "3"}
+        value = await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        queries = setup.prometheus.queries()
+    assert len(queries) == 1
+    assert value.timestamp == datetime.fromtimestamp(EVAL_SECONDS, UTC)
+
+
+@pytest.mark.parametrize("text", ["NaN", "+Inf", "-Inf", "1e30"])
+async def test_non_finite_or_unrepresentable_values_are_missing(text: str) -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": text}
+        setup.tables.ages = {"web-1": 1.0}
+        with pytest.raises(MetricNotFoundError) as caught:
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert caught.value.cause is MissingCause.NOT_FINITE
+
+
+async def test_empty_is_not_zero_unless_the_metric_opts_in() -> None:
+    async with scenario() as setup:
+        with pytest.raises(MetricNotFoundError) as caught:
+            await setup.providers.custom.get_metric_by_name(
+                pods("errors_total"), "web-1", namespace="ns1"
+            )
+    assert caught.value.cause is MissingCause.EMPTY_RESULT
+    assert (
+        caught.value.message == "the server could not find the metric errors_total for pods web-1"
+    )
+    opt_in = ValueSettings(policies={"errors_total": MetricPolicy(empty_is_zero=True)})
+    async with scenario(opt_in) as setup:
+        value = await setup.providers.custom.get_metric_by_name(
+            pods("errors_total"), "web-1", namespace="ns1"
+        )
+        listed = await setup.providers.custom.get_metric_by_selector(
+            pods("errors_total"), namespace="ns1", selector="app=web"
+        )
+        # The opt-in is per metric: the other metric is still NotFound when empty.
+        with pytest.raises(MetricNotFoundError):
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert str(value.value) == "0"
+    assert value.timestamp == setup.clock.now()
+    assert value.window_seconds == 60
+    assert [(v.described_object.name, str(v.value)) for v in listed] == [
+        ("web-1", "0"),
+        ("web-2", "0"),
+    ]
+
+
+async def test_policy_window_overrides_the_inferred_one() -> None:
+    settings = ValueSettings(policies={"http_requests_per_second": MetricPolicy(window_seconds=30)})
+    async with scenario(settings) as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1.0}
+        value = await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert value.window_seconds == 30
+
+
+async def test_pod_lister_gets_the_canonical_selector() -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "1", "db-0": "5"}
+        setup.tables.ages = {"web-1": 1.0, "db-0": 1.0}
+        values = await setup.providers.custom.get_metric_by_selector(
+            pods(), namespace="ns1", selector="app in (web, x) , tier!=cache"
+        )
+    assert setup.pods.calls == [("ns1", "app in (web,x),tier!=cache")]
+    # web-2 has no sample (left out); db-0 is not selected.
+    assert [v.described_object.name for v in values] == ["web-1"]
+
+
+async def test_caller_errors_are_bad_requests() -> None:
+    async with scenario() as setup:
+        custom = setup.providers.custom
+        with pytest.raises(InvalidRequestError, match="invalid label selector"):
+            await custom.get_metric_by_selector(pods(), namespace="ns1", selector="app in (")
+        with pytest.raises(InvalidRequestError):
+            await custom.get_metric_by_name(
+                pods(), "web-1", namespace="ns1", metric_selector="app.kubernetes.io/name=x"
+            )
+        deployments = custom_metric_request(
+            namespace="ns1", resource="deployments.apps", name="*", metric="x"
+        ).info
+        with pytest.raises(MetricNotFoundError):
+            await custom.get_metric_by_selector(deployments, namespace="ns1", selector="")
+    assert setup.prometheus.requests[-1].path == "/api/v1/series"  # nothing was queried
+    assert (InvalidRequestError.code, InvalidRequestError.reason) == (400, "BadRequest")
+
+
+async def test_pod_lister_failure_is_an_internal_error() -> None:
+    async with scenario() as setup:
+        setup.pods.error = RuntimeError("cache not synced")
+        with pytest.raises(ObjectListError) as caught:
+            await setup.providers.custom.get_metric_by_selector(
+                pods(), namespace="ns1", selector=""
+            )
+    assert caught.value.message == "unable to list matching resources"
+    assert caught.value.code == 500
+
+
+async def test_prometheus_failures_do_not_leak_details() -> None:
+    async with scenario() as setup:
+        setup.prometheus.fail_api(
+            "/api/v1/query", status=422, error_type="execution", error="many-to-many matching"
+        )
+        with pytest.raises(MetricFetchError) as caught:
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        setup.prometheus.fail_api(
+            "/api/v1/query", status=503, error_type="timeout", error="query timed out"
+        )
+        with pytest.raises(MetricFetchTimeoutError) as timed_out:
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+    assert caught.value.message == "unable to fetch metrics"
+    assert "many-to-many" in caught.value.detail
+    assert (caught.value.code, caught.value.reason) == (500, "InternalError")
+    assert (timed_out.value.code, timed_out.value.reason) == (504, "Timeout")
+
+
+async def test_missing_values_are_counted_by_cause() -> None:
+    async with scenario() as setup:
+        with pytest.raises(MetricNotFoundError):
+            await setup.providers.custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        count = setup.registry.get_sample_value(
+            "prometheus_adapter_missing_values_total", {"api": "custom", "cause": "empty_result"}
+        )
+    assert count == 1
