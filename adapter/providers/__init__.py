@@ -52,6 +52,7 @@ from adapter.providers.objects import (
     KindMapper,
     ObjectReference,
     custom_metric_request,
+    label_selector_json,
     parse_group_resource,
 )
 from adapter.providers.ports import Clock, PodLister, PrometheusQuerier
@@ -180,5 +181,6 @@ __all__ = [
     "ValueSettings",
     "build_providers",
     "custom_metric_request",
+    "label_selector_json",
     "parse_group_resource",
 ]

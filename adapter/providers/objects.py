@@ -13,12 +13,12 @@ added from discovery by the server). An unknown kind raises ``MetricFetchError``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from adapter.providers.errors import MetricFetchError
-from adapter.rules import NAMESPACES, CustomMetricInfo, GroupResource
+from adapter.rules import NAMESPACES, CustomMetricInfo, GroupResource, Operator, Requirement
 from adapter.rules.mapper import guess_plural
 
 
@@ -114,3 +114,40 @@ def custom_metric_request(
         return CustomMetricRequest(info, None, namespace)
     info = CustomMetricInfo(parse_group_resource(resource), bool(namespace), metric)
     return CustomMetricRequest(info, namespace or None, None if name == "*" else name)
+
+
+_EXPRESSION_OPERATORS = {
+    Operator.IN: "In",
+    Operator.NOT_IN: "NotIn",
+    Operator.NOT_EQUALS: "NotIn",
+    Operator.EXISTS: "Exists",
+    Operator.DOES_NOT_EXIST: "DoesNotExist",
+}
+
+
+def label_selector_json(requirements: Sequence[Requirement]) -> dict[str, object]:
+    """``metav1.ParseToLabelSelector``: the ``metav1.LabelSelector`` JSON for ``metric.selector``.
+
+    ``=``/``==`` go to ``matchLabels``, the rest to ``matchExpressions`` (empty parts omitted).
+    Deviation: ``!=`` becomes ``NotIn`` with one value instead of an error, and ``gt``/``lt``
+    (which no rendered query can contain: the rules refuse them) raise ``ValueError``.
+    """
+    match_labels: dict[str, str] = {}
+    expressions: list[dict[str, object]] = []
+    for requirement in requirements:
+        if requirement.operator in (Operator.EQUALS, Operator.DOUBLE_EQUALS):
+            match_labels[requirement.key] = requirement.values[0]
+            continue
+        operator = _EXPRESSION_OPERATORS.get(requirement.operator)
+        if operator is None:
+            raise ValueError(f"{requirement.operator.value!r} has no label selector form")
+        expression: dict[str, object] = {"key": requirement.key, "operator": operator}
+        if requirement.values:
+            expression["values"] = list(requirement.values)
+        expressions.append(expression)
+    out: dict[str, object] = {}
+    if match_labels:
+        out["matchLabels"] = match_labels
+    if expressions:
+        out["matchExpressions"] = expressions
+    return out
