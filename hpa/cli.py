@@ -28,8 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hpa {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_controller_command(commands)
     return parser
+
+
+def _add_controller_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hpa controller``: the horizontal controller (``hpa.app.controller``)."""
+    from hpa.app import controller
+
+    parser = commands.add_parser(
+        "controller",
+        help="run the HorizontalPodAutoscaler controller",
+        description="Reconcile autoscaling/v2 HorizontalPodAutoscalers (upstream flag names).",
+    )
+    controller.add_flags(parser)
+    parser.set_defaults(handler=controller.main)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,628 @@
+"""``hpa controller``: the horizontal controller role, wired to a real API server.
+
+Upstream counterpart: ``startHPAController`` / ``startHPAControllerWithMetricsClient`` of
+``cmd/kube-controller-manager/app/autoscaling.go`` (REST metrics client over the aggregation
+layer, the custom metrics version cache invalidated every sync period, an HPA informer and a pod
+informer, ``--concurrent-horizontal-pod-autoscaler-syncs`` workers) and kube-controller-manager's
+leader election (``--leader-elect*``; losing the lease ends the process).
+
+This module adapts ``hpa.kube`` (informer stores, ``/scale``, ``/status``, events, Lease) to the
+ports of :mod:`hpa.controllers.ports` and runs everything in one ``asyncio.TaskGroup``:
+informers, the event writer, the HTTP endpoint (``/metrics``, ``/healthz``, ``/debug/hpa``),
+leader election and, only while the Lease is held, the work queue driving
+:meth:`HorizontalController.reconcile`. SIGTERM and SIGINT cancel the group: the Lease is released
+and the process exits 0. A lost Lease exits 1.
+
+Deliberate deviations:
+
+* every HPA key is resynced at a random phase of the sync period (``WorkQueue.track``) instead of
+  upstream's fixed ``AddRateLimited(resyncPeriod)``; informer events enqueue at once;
+* the work queue's per-key failure backoff starts at one second (upstream's HPA queue delays
+  every requeue by the sync period), so a key that raises unexpectedly is retried soon but not
+  in a hot loop;
+* converted HPAs and pods are cached per ``resourceVersion`` so a reconcile converts only what
+  changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from hpa.controllers import settings as horizontal_flags
+from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, status_to_dict
+from hpa.controllers.horizontal import HorizontalController
+from hpa.controllers.ports import (
+    HorizontalPodAutoscalerObject,
+    ListedPod,
+    ScaleConflict,
+    ScaleSnapshot,
+    ScaleUpdated,
+    ScaleUpdateResult,
+    StatusWriteOutcome,
+)
+from hpa.controllers.queue import ItemExponentialFailureRateLimiter, QueueMetrics, WorkQueue
+from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.core.conditions import Event
+from hpa.core.decision import HorizontalPodAutoscalerStatus
+from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube import scale as kube_scale
+from hpa.kube import status as kube_status
+from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.clock import Clock, SystemClock
+from hpa.kube.events import EventRecorder, hpa_reference
+from hpa.kube.fence import Fence, Unfenced
+from hpa.kube.informer import EventHandler, Informer, Store, wait_all_synced
+from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
+from hpa.kube.records import HpaRecord, PodRecord, ScaleTargetRef, parse_hpa, parse_pod
+from hpa.kube.selector import Selector
+from hpa.metrics.duration import DurationError, parse_duration_seconds
+from hpa.metrics.rest import RESTMetricsClient
+
+__all__ = [
+    "ControllerAppSettings",
+    "HorizontalControllerApp",
+    "InformerHPALister",
+    "InformerPodLister",
+    "KubeEventRecorder",
+    "KubeScaleClient",
+    "KubeStatusWriter",
+    "LeaseLostError",
+    "add_flags",
+    "build_app",
+    "from_args",
+    "main",
+]
+
+log = structlog.get_logger("hpa.app.controller")
+
+HPA_PATH = "/apis/autoscaling/v2/horizontalpodautoscalers"
+POD_PATH = "/api/v1/pods"
+
+
+# ---------------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerAppSettings:
+    """The ``hpa controller`` process: the controller's settings plus connection, leader
+    election and HTTP endpoint."""
+
+    horizontal: HorizontalControllerSettings
+    kubeconfig: str | None = None
+    """``--kubeconfig``: kubeconfig path (default: in-cluster, else ``$KUBECONFIG``)."""
+    context: str | None = None
+    """``--context``: kubeconfig context (default: the current one)."""
+    leader_elect: bool = True
+    """``--leader-elect`` (default true): act only while holding the Lease."""
+    leader_elect_lease_duration_seconds: int = 15
+    """``--leader-elect-lease-duration``, seconds (default 15 s)."""
+    leader_elect_renew_deadline_seconds: float = 10.0
+    """``--leader-elect-renew-deadline``, seconds (default 10 s)."""
+    leader_elect_retry_period_seconds: float = 2.0
+    """``--leader-elect-retry-period``, seconds (default 2 s)."""
+    leader_elect_resource_namespace: str = "kube-system"
+    """``--leader-elect-resource-namespace`` (default ``kube-system``)."""
+    leader_elect_resource_name: str = "hpa-controller"
+    """``--leader-elect-resource-name`` (default ``hpa-controller``)."""
+    bind_address: str = "0.0.0.0"  # noqa: S104 - a controller serves its metrics to the cluster
+    """``--bind-address`` of the HTTP endpoint (default all interfaces)."""
+    port: int = 8080
+    """``--port`` of the HTTP endpoint (default 8080; 0 disables it)."""
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration_seconds(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _switch(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes", "on"):
+        return True
+    if text.lower() in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The role's flags: the controller's (upstream names) and the process's."""
+    horizontal_flags.add_flags(parser)
+    d = ControllerAppSettings(horizontal=HorizontalControllerSettings())
+    group = parser.add_argument_group("process")
+    group.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig file")
+    group.add_argument("--context", default=d.context, help="kubeconfig context")
+    group.add_argument(
+        "--leader-elect",
+        type=_switch,
+        default=d.leader_elect,
+        metavar="BOOL",
+        help="act only while holding the Lease (default true)",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=float(d.leader_elect_lease_duration_seconds),
+        metavar="DURATION",
+        help="Lease duration (default 15s)",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=d.leader_elect_renew_deadline_seconds,
+        metavar="DURATION",
+        help="how long the leader retries renewing before it stops (default 10s)",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=d.leader_elect_retry_period_seconds,
+        metavar="DURATION",
+        help="pause between Lease attempts (default 2s)",
+    )
+    group.add_argument(
+        "--leader-elect-resource-namespace",
+        default=d.leader_elect_resource_namespace,
+        help="namespace of the Lease (default kube-system)",
+    )
+    group.add_argument(
+        "--leader-elect-resource-name",
+        default=d.leader_elect_resource_name,
+        help="name of the Lease (default hpa-controller)",
+    )
+    group.add_argument(
+        "--bind-address", default=d.bind_address, help="HTTP endpoint address (default 0.0.0.0)"
+    )
+    group.add_argument(
+        "--port", type=int, default=d.port, help="HTTP endpoint port, 0 disables (default 8080)"
+    )
+
+
+def from_args(args: argparse.Namespace) -> ControllerAppSettings:
+    return ControllerAppSettings(
+        horizontal=horizontal_flags.from_args(args),
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        leader_elect=args.leader_elect,
+        leader_elect_lease_duration_seconds=int(args.leader_elect_lease_duration),
+        leader_elect_renew_deadline_seconds=args.leader_elect_renew_deadline,
+        leader_elect_retry_period_seconds=args.leader_elect_retry_period,
+        leader_elect_resource_namespace=args.leader_elect_resource_namespace,
+        leader_elect_resource_name=args.leader_elect_resource_name,
+        bind_address=args.bind_address,
+        port=args.port,
+    )
+
+
+# ---------------------------------------------------------------------------------- adapters
+
+
+class InformerHPALister:
+    """``HorizontalPodAutoscalerLister`` over the HPA informer's store (converted once per
+    resourceVersion)."""
+
+    def __init__(self, store: Store[HpaRecord]) -> None:
+        self._store = store
+        self._cache: dict[str, tuple[str, HorizontalPodAutoscalerObject]] = {}
+
+    def get(self, namespace: str, name: str) -> HorizontalPodAutoscalerObject | None:
+        record = self._store.get_by_name(namespace, name)
+        key = f"{namespace}/{name}"
+        if record is None:
+            self._cache.pop(key, None)
+            return None
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == record.resource_version:
+            return cached[1]
+        converted = hpa_from_dict(record.raw)
+        self._cache[key] = (record.resource_version, converted)
+        return converted
+
+
+class InformerPodLister:
+    """``PodLister`` over the pod informer's store (converted once per resourceVersion)."""
+
+    def __init__(self, store: Store[PodRecord]) -> None:
+        self._store = store
+        self._cache: dict[str, tuple[str, ListedPod]] = {}
+
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+        listed: list[ListedPod] = []
+        for record in self._store.select(namespace, selector):
+            key = f"{record.namespace}/{record.name}"
+            cached = self._cache.get(key)
+            if cached is None or cached[0] != record.resource_version:
+                cached = (record.resource_version, listed_pod_from_record(record))
+                self._cache[key] = cached
+            listed.append(cached[1])
+        return listed
+
+    def forget(self, record: PodRecord) -> None:
+        """Drop a deleted pod's conversion (the pod informer's delete handler)."""
+        self._cache.pop(f"{record.namespace}/{record.name}", None)
+
+
+def _target(ref: CrossVersionObjectReference) -> ScaleTargetRef:
+    return ScaleTargetRef(api_version=ref.api_version, kind=ref.kind, name=ref.name)
+
+
+def _snapshot(scale: kube_scale.Scale) -> ScaleSnapshot:
+    return ScaleSnapshot(
+        spec_replicas=scale.spec_replicas,
+        status_replicas=scale.status_replicas,
+        selector=scale.selector,
+        resource_version=scale.resource_version,
+        handle=scale,
+    )
+
+
+class KubeScaleClient:
+    """``ScaleClient`` over ``hpa.kube.scale.ScaleClient``."""
+
+    def __init__(self, scales: kube_scale.ScaleClient) -> None:
+        self._scales = scales
+
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+        return _snapshot(await self._scales.get(namespace, _target(target)))
+
+    async def update_scale(
+        self,
+        namespace: str,
+        target: CrossVersionObjectReference,
+        *,
+        scale: ScaleSnapshot,
+        replicas: int,
+    ) -> ScaleUpdateResult:
+        handle = scale.handle
+        if not isinstance(handle, kube_scale.Scale):
+            raise TypeError("a ScaleSnapshot from another ScaleClient")
+        result = await self._scales.update(namespace, _target(target), handle, replicas=replicas)
+        if isinstance(result, kube_scale.ScaleConflict):
+            return ScaleConflict(current=_snapshot(result.current), message=result.message)
+        return ScaleUpdated(_snapshot(result.scale))
+
+
+class KubeStatusWriter:
+    """``HorizontalPodAutoscalerStatusWriter`` over ``hpa.kube.status.StatusWriter`` (which
+    sends the informer's raw object back, unknown fields included)."""
+
+    def __init__(self, writer: kube_status.StatusWriter, store: Store[HpaRecord]) -> None:
+        self._writer = writer
+        self._store = store
+
+    async def update_status(
+        self,
+        hpa: HorizontalPodAutoscalerObject,
+        status: HorizontalPodAutoscalerStatus,
+        *,
+        observed_generation: int | None = None,
+    ) -> StatusWriteOutcome:
+        record = self._store.get_by_name(hpa.namespace, hpa.name)
+        if record is None or record.resource_version != hpa.resource_version:
+            return StatusWriteOutcome.CONFLICT
+        result = await self._writer.write(
+            record, status_to_dict(status, observed_generation=observed_generation)
+        )
+        if result.outcome == kube_status.StatusWriteOutcome.CONFLICT:
+            return StatusWriteOutcome.CONFLICT
+        return StatusWriteOutcome.WRITTEN
+
+
+class KubeEventRecorder:
+    """``EventRecorder`` over ``hpa.kube.events.EventRecorder``."""
+
+    def __init__(self, recorder: EventRecorder) -> None:
+        self._recorder = recorder
+
+    def record(self, hpa: HorizontalPodAutoscalerObject, event: Event) -> None:
+        self._recorder.record(
+            hpa_reference(
+                hpa.namespace, hpa.name, uid=hpa.uid, resource_version=hpa.resource_version
+            ),
+            event,
+        )
+
+
+# ---------------------------------------------------------------------------------- the app
+
+
+class LeaseLostError(Exception):
+    """The Lease was lost; the process ends (like kube-controller-manager)."""
+
+
+@dataclass(slots=True)
+class HorizontalControllerApp:
+    """Everything ``hpa controller`` runs, built by :func:`build_app`."""
+
+    settings: ControllerAppSettings
+    client: KubeClient
+    clock: Clock
+    registry: CollectorRegistry
+    hpa_informer: Informer[HpaRecord]
+    pod_informer: Informer[PodRecord]
+    events: EventRecorder
+    controller: HorizontalController
+    queue: WorkQueue
+    elector: LeaderElector | None
+
+    def ready(self) -> bool:
+        synced = self.hpa_informer.has_synced() and self.pod_informer.has_synced()
+        return synced and (self.elector is None or self.elector.is_leader())
+
+    async def work(self) -> None:
+        """Wait for the caches, then (while leading) reconcile until cancelled."""
+        await wait_all_synced([self.hpa_informer, self.pod_informer])
+        log.info("caches_synced", hpas=len(self.hpa_informer.store))
+        concurrency = self.settings.horizontal.concurrent_syncs
+        if self.elector is None:
+            await self.queue.run(self.controller.reconcile, max_in_flight=concurrency)
+            return
+        election = asyncio.create_task(self.elector.run(), name="leader-election")
+        election.add_done_callback(_log_unexpected_exit)
+        try:
+            await _first_of(election, self.elector.leading.wait())
+            if election.done():
+                raise LeaseLostError("leader election ended before the Lease was acquired")
+            reconciling = asyncio.create_task(
+                self.queue.run(self.controller.reconcile, max_in_flight=concurrency),
+                name="horizontal-controller",
+            )
+            try:
+                await asyncio.wait({election, reconciling}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                reconciling.cancel()
+                await asyncio.gather(reconciling, return_exceptions=True)
+            if election.done():
+                raise LeaseLostError(f"{self.elector.settings.identity} lost the Lease")
+        finally:
+            election.cancel()
+            await asyncio.gather(election, return_exceptions=True)
+
+    def http_app(self) -> web.Application:
+        """``/metrics``, ``/healthz``, ``/readyz`` and ``/debug/hpa`` (the dry-run view)."""
+
+        async def metrics(_: web.Request) -> web.Response:
+            body = generate_latest(self.registry)
+            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        async def healthz(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        async def readyz(_: web.Request) -> web.Response:
+            return web.Response(
+                text="ok" if self.ready() else "not ready", status=200 if self.ready() else 503
+            )
+
+        async def debug(_: web.Request) -> web.Response:
+            return web.json_response(self.controller.debug_state())
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/readyz", readyz)
+        app.router.add_get("/debug/hpa", debug)
+        return app
+
+    async def serve_http(self) -> None:
+        if self.settings.port == 0:
+            return
+        runner = web.AppRunner(self.http_app(), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.settings.bind_address, self.settings.port)
+            await site.start()
+            log.info("http_listening", address=self.settings.bind_address, port=self.settings.port)
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    async def run(self) -> None:
+        """One TaskGroup: informers, events, HTTP and the (leader-gated) work loop."""
+        async with asyncio.TaskGroup() as group:
+            for name, job in (
+                ("informer:horizontalpodautoscalers", self.hpa_informer.run),
+                ("informer:pods", self.pod_informer.run),
+                ("event-recorder", self.events.run),
+                ("http", self.serve_http),
+                ("work", self.work),
+            ):
+                group.create_task(_guarded(name, job), name=name)
+
+
+async def _first_of(task: asyncio.Task[None], waiting: Coroutine[Any, Any, Any]) -> None:
+    other = asyncio.ensure_future(waiting)
+    try:
+        await asyncio.wait({task, other}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        other.cancel()
+        await asyncio.gather(other, return_exceptions=True)
+
+
+async def _guarded(name: str, job: Callable[[], Awaitable[None]]) -> None:
+    """Run ``job``; log an unexpected exit (returning or raising), never swallow cancellation."""
+    try:
+        await job()
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        log.error("task_failed", task=name, error=repr(error))
+        raise
+    if name not in ("http",):
+        log.warning("task_exited", task=name)
+
+
+def _log_unexpected_exit(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.error("task_exited_unexpectedly", task=task.get_name(), error=repr(error))
+
+
+def build_app(
+    settings: ControllerAppSettings,
+    client: KubeClient,
+    *,
+    clock: Clock,
+    registry: CollectorRegistry,
+    identity: str | None = None,
+) -> HorizontalControllerApp:
+    """Wire the role on ``client`` (tests pass a client pointed at a fake API server)."""
+    horizontal = settings.horizontal
+    hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
+    pod_informer: Informer[PodRecord] = Informer(client, POD_PATH, parse=parse_pod, clock=clock)
+    elector: LeaderElector | None = None
+    fence: Fence = Unfenced()
+    if settings.leader_elect:
+        elector = LeaderElector(
+            KubeLeaseStore(
+                client,
+                settings.leader_elect_resource_namespace,
+                settings.leader_elect_resource_name,
+            ),
+            LeaderElectionSettings(
+                identity=identity or f"{socket.gethostname()}_{uuid.uuid4()}",
+                lease_duration_seconds=settings.leader_elect_lease_duration_seconds,
+                renew_deadline_seconds=settings.leader_elect_renew_deadline_seconds,
+                retry_period_seconds=settings.leader_elect_retry_period_seconds,
+            ),
+            clock=clock,
+        )
+        fence = elector
+    events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
+    pods = InformerPodLister(pod_informer.store)
+    controller = HorizontalController(
+        horizontal,
+        hpas=InformerHPALister(hpa_informer.store),
+        scales=KubeScaleClient(
+            kube_scale.ScaleClient(
+                client, kube_scale.ResourceMapper(client, clock=clock), fence=fence
+            )
+        ),
+        metrics=RESTMetricsClient(
+            client,
+            monotonic=clock.monotonic,
+            version_refresh_seconds=horizontal.sync_period_seconds,
+        ),
+        pods=pods,
+        status_writer=KubeStatusWriter(
+            kube_status.StatusWriter(client, fence=fence), hpa_informer.store
+        ),
+        events=KubeEventRecorder(events),
+        clock=clock,
+        registry=registry,
+    )
+    queue = WorkQueue(
+        "horizontalpodautoscaler",
+        clock=clock,
+        rate_limiter=ItemExponentialFailureRateLimiter(base_delay_seconds=1.0),
+        metrics=QueueMetrics(registry),
+        on_depth=controller.metrics.observe_queue_depth,
+        log_key="hpa",
+    )
+    period = horizontal.sync_period_seconds
+
+    def added(record: HpaRecord) -> None:
+        key = f"{record.namespace}/{record.name}"
+        controller.track(key)
+        queue.track(key, sync_period_seconds=period)
+        queue.add(key)
+
+    def updated(_old: HpaRecord, new: HpaRecord) -> None:
+        queue.add(f"{new.namespace}/{new.name}")
+
+    def deleted(record: HpaRecord) -> None:
+        key = f"{record.namespace}/{record.name}"
+        queue.untrack(key)
+        controller.forget(key)
+
+    hpa_informer.add_handler(EventHandler(on_add=added, on_update=updated, on_delete=deleted))
+    pod_informer.add_handler(EventHandler(on_delete=pods.forget))
+    return HorizontalControllerApp(
+        settings=settings,
+        client=client,
+        clock=clock,
+        registry=registry,
+        hpa_informer=hpa_informer,
+        pod_informer=pod_informer,
+        events=events,
+        controller=controller,
+        queue=queue,
+        elector=elector,
+    )
+
+
+async def _run(settings: ControllerAppSettings) -> int:
+    clock = SystemClock()
+    registry = CollectorRegistry()
+    horizontal = settings.horizontal
+    client = await load_client(
+        ClientSettings(
+            kubeconfig_path=settings.kubeconfig,
+            context=settings.context,
+            qps=horizontal.kube_api_qps,
+            burst=horizontal.kube_api_burst,
+            user_agent="hpa-controller",
+        ),
+        clock=clock,
+        registry=registry,
+    )
+    app = build_app(settings, client, clock=clock, registry=registry)
+    main_task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        if main_task is not None:
+            main_task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop)
+    log.info(
+        "controller_starting",
+        dry_run=horizontal.dry_run,
+        leader_elect=settings.leader_elect,
+        sync_period_seconds=horizontal.sync_period_seconds,
+        pid=os.getpid(),
+    )
+    lost_lease = False
+    try:
+        try:
+            await app.run()
+        except* LeaseLostError as group:
+            lost_lease = True
+            log.error("controller_lost_lease", error=str(group.exceptions[0]))
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+        log.info("controller_stopped")
+    finally:
+        await aclose_quietly(client)
+    return 1 if lost_lease else 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """The ``controller`` subcommand's handler."""
+    try:
+        settings = from_args(args)
+    except ValueError as error:
+        log.error("invalid_settings", error=str(error))
+        return 2
+    return asyncio.run(_run(settings))
