@@ -25,7 +25,8 @@ import structlog
 log = structlog.get_logger("hpa.lab")
 
 _PR_SET_PDEATHSIG = 1
-STOP_GRACE_SECONDS = 10.0
+STOP_GRACE_SECONDS = 3.0
+"""kube-apiserver drains watches for a minute on SIGTERM; the lab is throwaway, so it is killed."""
 LOG_TAIL_LINES = 40
 
 
