@@ -16,7 +16,8 @@ and the process exits 0. A lost Lease exits 1.
 Deliberate deviations:
 
 * every HPA key is resynced at a random phase of the sync period (``WorkQueue.track``) instead of
-  upstream's fixed ``AddRateLimited(resyncPeriod)``; informer events enqueue at once;
+  upstream's fixed ``AddRateLimited(resyncPeriod)``; a new HPA, a spec change (generation) or an
+  annotation change enqueues at once, a status-only update (our own write) does not;
 * the work queue's per-key failure backoff starts at one second (upstream's HPA queue delays
   every requeue by the sync period), so a key that raises unexpectedly is retried soon but not
   in a hot loop;
@@ -473,6 +474,10 @@ def _log_unexpected_exit(task: asyncio.Task[None]) -> None:
         log.error("task_exited_unexpectedly", task=task.get_name(), error=repr(error))
 
 
+def _annotations(record: HpaRecord) -> Any:
+    return (record.raw.get("metadata") or {}).get("annotations")
+
+
 def build_app(
     settings: ControllerAppSettings,
     client: KubeClient,
@@ -542,8 +547,11 @@ def build_app(
         queue.track(key, sync_period_seconds=period)
         queue.add(key)
 
-    def updated(_old: HpaRecord, new: HpaRecord) -> None:
-        queue.add(f"{new.namespace}/{new.name}")
+    def updated(old: HpaRecord, new: HpaRecord) -> None:
+        # like upstream, our own status writes do not trigger a reconcile: only spec (generation)
+        # and annotation (dry-run switch) changes do; the periodic resync covers the rest
+        if old.generation != new.generation or _annotations(old) != _annotations(new):
+            queue.add(f"{new.namespace}/{new.name}")
 
     def deleted(record: HpaRecord) -> None:
         key = f"{record.namespace}/{record.name}"

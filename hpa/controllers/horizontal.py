@@ -92,7 +92,7 @@ from hpa.core.decision import (
     apply_rescale_result,
     decide,
 )
-from hpa.core.explain import Stage
+from hpa.core.explain import Explanation, Stage
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
@@ -363,7 +363,8 @@ class ReconcileReport:
     action: Action
     error_label: ErrorLabel
     events: tuple[Event, ...]
-    explanation: str
+    explanation: Explanation = field(repr=False, compare=False)
+    """The decision's trace (rendered on demand: ``str(report.explanation)``)."""
     status: HorizontalPodAutoscalerStatus = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -384,7 +385,7 @@ class ReconcileReport:
             "events": [
                 {"type": e.type, "reason": e.reason, "message": e.message} for e in self.events
             ],
-            "explanation": self.explanation,
+            "explanation": self.explanation.render(),
         }
 
 
@@ -538,7 +539,10 @@ class HorizontalController:
             return error_text(error)
 
     def _metrics_needed(
-        self, spec: HorizontalPodAutoscalerSpec, scale: ScaleSnapshot, previous: Any
+        self,
+        spec: HorizontalPodAutoscalerSpec,
+        scale: ScaleSnapshot,
+        previous: HorizontalPodAutoscalerStatus,
     ) -> bool:
         """Whether ``decide`` will evaluate the metrics (mirrors ``reconcileAutoscaler``)."""
         min_replicas = spec.min_replicas if spec.min_replicas is not None else 1
@@ -792,7 +796,7 @@ class HorizontalController:
             action=action,
             error_label=error_label,
             events=tuple(events),
-            explanation=decision.explanation.render(),
+            explanation=decision.explanation,
             status=decision.status,
         )
         if error is not None:
