@@ -870,7 +870,13 @@ async def test_an_unexpected_exception_in_one_hpa_does_not_stop_the_others() -> 
     broken = h.add(make_hpa(namespace="broken"), replicas=2, cpu_milli=1000)
     healthy = h.add(make_hpa(namespace="healthy"), replicas=2, cpu_milli=1000)
     h.pods.raising["broken"] = RuntimeError("cache exploded")
-    queue = WorkQueue("hpa", clock=h.clock, rng=random.Random(3), log_key="hpa")
+    queue = WorkQueue(
+        "hpa",
+        clock=h.clock,
+        rng=random.Random(3),
+        log_key="hpa",
+        on_depth=h.controller.metrics.observe_queue_depth,
+    )
     runner = asyncio.create_task(queue.run(h.controller.reconcile, max_in_flight=2))
     try:
         queue.add(broken.key)
@@ -881,6 +887,7 @@ async def test_an_unexpected_exception_in_one_hpa_does_not_stop_the_others() -> 
         assert queue.num_requeues(broken.key) == 1, "the broken key is backed off"
         assert queue.num_requeues(healthy.key) == 0
         assert not runner.done(), "the loop keeps running"
+        assert h.sample("hpa_horizontal_controller_queue_depth") == 0.0
         assert (
             h.sample(
                 "hpa_horizontal_controller_reconciliations_total",
@@ -919,3 +926,53 @@ async def test_reconcile_logs_carry_the_hpa_key() -> None:
     assert errors
     assert errors[0]["hpa"] == "default/web"
     assert errors[0]["error"] == "failed to rescale Deployment/default/web: denied"
+
+
+async def test_an_unknown_metric_source_type_is_a_spec_error() -> None:
+    h = Harness()
+    hpa = h.add(make_hpa(metrics=(MetricSpec(type="Bogus"),)), replicas=2, cpu_milli=None)
+
+    report = await h.controller.reconcile_key(hpa.key)
+
+    assert report is not None
+    assert h.events.events(hpa.key)[0].reason == "InvalidMetricSourceType"
+    assert h.events.events(hpa.key)[0].message == 'unknown metric source type "Bogus"'
+    assert h.metrics.calls == [], "nothing to fetch for an unknown source"
+    assert h.condition(hpa.key, ConditionType.SCALING_ACTIVE).reason == "InvalidMetricSourceType"
+
+
+async def test_an_unparsable_target_api_version_counts_as_a_spec_error() -> None:
+    h = Harness()
+    hpa = make_hpa()
+    hpa = replace(
+        hpa,
+        spec=replace(
+            hpa.spec,
+            scale_target_ref=CrossVersionObjectReference("Deployment", "web", "apps/v1/extra"),
+        ),
+    )
+    stored = h.add(hpa, replicas=2)
+    h.scales.get_errors[(NS, "Deployment", "web")] = ValueError(
+        "unexpected GroupVersion string: apps/v1/extra"
+    )
+
+    report = await h.controller.reconcile_key(stored.key)
+
+    assert report is not None
+    assert report.error_label == "spec"
+    assert (
+        h.sample(
+            "hpa_horizontal_controller_reconciliations_total", {"action": "none", "error": "spec"}
+        )
+        == 1.0
+    )
+
+
+async def test_the_effective_sync_interval_is_observed_per_hpa() -> None:
+    h = Harness()
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=500)
+    await h.controller.reconcile_key(hpa.key)
+    await h.clock.advance(15)
+    await h.controller.reconcile_key(hpa.key)
+    assert h.sample("hpa_horizontal_controller_sync_interval_seconds_count") == 1.0
+    assert h.sample("hpa_horizontal_controller_sync_interval_seconds_sum") == 15.0
