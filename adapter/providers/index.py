@@ -39,7 +39,9 @@ from adapter.rules import (
     Series,
     SeriesRegistry,
     StaticRESTMapper,
+    UnknownResourceError,
 )
+from adapter.rules.errors import RuleEvaluationError
 
 log = structlog.get_logger(__name__)
 
@@ -220,14 +222,21 @@ class MetricRelister:
             log.warning("relist_failed", error=exc.message, endpoint=exc.endpoint)
             raise RelistError(f"unable to update list of all metrics: {exc.message}") from exc
         by_selector: dict[str, list[Series]] = dict(zip(selectors, answers, strict=True))
-        custom_series = [
-            namer.filter_series(by_selector[namer.series_query]) for namer in self._custom_namers
-        ]
-        external_series = [
-            namer.filter_series(by_selector[namer.series_query]) for namer in self._external_namers
-        ]
-        custom = SeriesRegistry.from_series(custom_series, self._custom_namers, self._mapper)
-        external = ExternalSeriesRegistry.from_series(external_series, self._external_namers)
+        try:
+            custom_series = [
+                namer.filter_series(by_selector[namer.series_query])
+                for namer in self._custom_namers
+            ]
+            external_series = [
+                namer.filter_series(by_selector[namer.series_query])
+                for namer in self._external_namers
+            ]
+            custom = SeriesRegistry.from_series(custom_series, self._custom_namers, self._mapper)
+            external = ExternalSeriesRegistry.from_series(external_series, self._external_namers)
+        except (RuleEvaluationError, UnknownResourceError, ValueError) as exc:
+            self.metrics.relist_total.labels("error").inc()
+            log.warning("relist_failed", error=str(exc))
+            raise RelistError(f"unable to update list of all metrics: {exc}") from exc
         index = MetricIndex.build(
             custom,
             external,
