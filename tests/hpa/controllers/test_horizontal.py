@@ -15,8 +15,10 @@ import random
 from dataclasses import replace
 from datetime import timedelta
 
+import hypothesis
 import pytest
 import structlog
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from hpa.controllers.horizontal import (
@@ -976,3 +978,33 @@ async def test_the_effective_sync_interval_is_observed_per_hpa() -> None:
     await h.controller.reconcile_key(hpa.key)
     assert h.sample("hpa_horizontal_controller_sync_interval_seconds_count") == 1.0
     assert h.sample("hpa_horizontal_controller_sync_interval_seconds_sum") == 15.0
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    replicas=st.integers(min_value=1, max_value=8),
+    cpu_milli=st.integers(min_value=0, max_value=3000),
+    interference=st.lists(st.integers(min_value=0, max_value=12), max_size=3),
+    fail_update=st.booleans(),
+)
+def test_one_reconcile_never_writes_the_scale_twice(
+    replicas: int, cpu_milli: int, interference: list[int], fail_update: bool
+) -> None:
+    async def scenario() -> None:
+        h = Harness()
+        hpa = h.add(make_hpa(max_replicas=20), replicas=replicas, cpu_milli=cpu_milli)
+        h.scales.concurrent_writes[(NS, "Deployment", "web")] = list(interference)
+        if fail_update:
+            h.scales.update_errors[(NS, "Deployment", "web")] = RuntimeError("denied")
+        report = await h.controller.reconcile_key(hpa.key)
+        assert report is not None
+        accepted = h.scales.accepted_writes()
+        assert len(accepted) <= 1
+        assert len(h.scales.writes) <= 2
+        rescaled = h.events.reasons(hpa.key).count("SuccessfulRescale")
+        assert rescaled == len(accepted)
+        assert report.scaled == bool(accepted)
+        if accepted:
+            assert h.scales.replicas(NS, target()) == report.desired_replicas
+
+    asyncio.run(scenario())
