@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hpa {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_controller_command(commands)
+    _add_simulator_commands(commands)
     return parser
 
 
@@ -44,6 +45,14 @@ def _add_controller_command(commands: argparse._SubParsersAction[argparse.Argume
     )
     controller.add_flags(parser)
     parser.set_defaults(handler=controller.main)
+
+
+def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hpa simulate`` and ``hpa demo``: the simulator (``hpa.sim.commands``)."""
+    from hpa.sim import commands as simulator
+
+    simulator.add_simulate_parser(commands)
+    simulator.add_demo_parser(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
