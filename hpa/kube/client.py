@@ -205,7 +205,7 @@ class TokenBucket:
 # ---------------------------------------------------------------- retry policy
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetryDecision:
     retry: bool
     delay_seconds: float = 0.0
@@ -261,17 +261,22 @@ class RetryPolicy:
             return RetryDecision(retry=False)
         if status_code is None:
             if method in ("GET", "PUT", "DELETE"):
-                return RetryDecision(True, self.backoff_seconds(attempt, rng=rng))
+                return RetryDecision(
+                    retry=True, delay_seconds=self.backoff_seconds(attempt, rng=rng)
+                )
             return RetryDecision(retry=False)
         if status_code == 429:
             wait = self.default_retry_after_seconds
             if retry_after_seconds is not None:
                 wait = retry_after_seconds
-            return RetryDecision(True, min(self.max_delay_seconds, wait))
+            return RetryDecision(retry=True, delay_seconds=min(self.max_delay_seconds, wait))
         if status_code >= 500 and status_code != 501:
             if retry_after_seconds is not None:
-                return RetryDecision(True, min(self.max_delay_seconds, retry_after_seconds))
-            return RetryDecision(True, self.backoff_seconds(attempt, rng=rng))
+                return RetryDecision(
+                    retry=True,
+                    delay_seconds=min(self.max_delay_seconds, retry_after_seconds),
+                )
+            return RetryDecision(retry=True, delay_seconds=self.backoff_seconds(attempt, rng=rng))
         return RetryDecision(retry=False)
 
 

@@ -55,7 +55,7 @@ class HpaEventReason(StrEnum):
     INVALID_METRIC_SOURCE_TYPE = "InvalidMetricSourceType"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObjectReference:
     """``v1.ObjectReference`` of the object an event is about."""
 
@@ -84,7 +84,12 @@ def hpa_reference(
     namespace: str, name: str, *, uid: str = "", resource_version: str = ""
 ) -> ObjectReference:
     return ObjectReference(
-        "autoscaling/v2", "HorizontalPodAutoscaler", namespace, name, uid, resource_version
+        api_version="autoscaling/v2",
+        kind="HorizontalPodAutoscaler",
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=resource_version,
     )
 
 
@@ -152,7 +157,7 @@ class EventRecorder:
             if len(self._pending) >= self._max_pending:
                 self._pending.popleft()
                 self._count_dropped("queue_full")
-            self._pending.append(_Pending(involved, event))
+            self._pending.append(_Pending(involved=involved, event=event))
             self._idle.clear()
             self._wakeup.set()
         except Exception as error:  # noqa: BLE001 - recording must never fail the caller

@@ -112,12 +112,12 @@ class Store(Generic[R]):
         return old
 
     def _unindex(self, key: str, record: R) -> None:
-        _discard(self._by_namespace, record.namespace, key)
+        _discard(self._by_namespace, record.namespace, key=key)
         for label in record.labels.items():
-            _discard(self._by_label, label, key)
+            _discard(self._by_label, label, key=key)
 
 
-def _discard(index: dict[Any, set[str]], entry: Any, key: str) -> None:
+def _discard(index: dict[Any, set[str]], entry: Any, *, key: str) -> None:
     keys = index.get(entry)
     if keys is not None:
         keys.discard(key)

@@ -176,7 +176,7 @@ def parse_pod(data: Mapping[str, Any]) -> PodRecord:
 # ---------------------------------------------------------------- HPA
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScaleTargetRef:
     """``CrossVersionObjectReference``."""
 

@@ -106,13 +106,17 @@ class ResourceMapper:
                 mappings = await self._discover(prefix)
             except NotFoundError as error:
                 raise NoScaleSubresourceError(
-                    ApiStatus(404, "NotFound", f"no API group version {api_version!r}")
+                    ApiStatus(
+                        code=404, reason="NotFound", message=f"no API group version {api_version!r}"
+                    )
                 ) from error
         mapping = mappings.get(kind)
         if mapping is None:
             raise NoScaleSubresourceError(
                 ApiStatus(
-                    404, "NotFound", f"no matches for kind {kind!r} in version {api_version!r}"
+                    code=404,
+                    reason="NotFound",
+                    message=f"no matches for kind {kind!r} in version {api_version!r}",
                 )
             )
         return mapping
@@ -176,7 +180,11 @@ class ScaleClient:
         mapping = await self._mapper.mapping_for(target.api_version, target.kind)
         if not mapping.has_scale:
             raise NoScaleSubresourceError(
-                ApiStatus(404, "NotFound", f"{mapping.plural} has no scale subresource")
+                ApiStatus(
+                    code=404,
+                    reason="NotFound",
+                    message=f"{mapping.plural} has no scale subresource",
+                )
             )
         return mapping.object_path(namespace, target.name) + "/scale"
 

@@ -76,7 +76,7 @@ def _number(value: Any) -> Decimal | None:
     return None
 
 
-def _metric_value_equal(old: Any, new: Any, ratio: float) -> bool:
+def _metric_value_equal(old: Any, new: Any, *, ratio: float) -> bool:
     old_number, new_number = _number(old), _number(new)
     if old_number is None or new_number is None:
         return bool(old == new)
@@ -85,17 +85,17 @@ def _metric_value_equal(old: Any, new: Any, ratio: float) -> bool:
     return abs(new_number - old_number) <= Decimal(str(ratio)) * abs(old_number)
 
 
-def _metrics_equal(old: Any, new: Any, ratio: float, *, key: str | None = None) -> bool:
+def _metrics_equal(old: Any, new: Any, *, ratio: float, key: str | None = None) -> bool:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         if set(old) != set(new):
             return False
-        return all(_metrics_equal(old[k], new[k], ratio, key=k) for k in old)
+        return all(_metrics_equal(old[k], new[k], ratio=ratio, key=k) for k in old)
     if isinstance(old, list) and isinstance(new, list):
         return len(old) == len(new) and all(
-            _metrics_equal(o, n, ratio) for o, n in zip(old, new, strict=True)
+            _metrics_equal(o, n, ratio=ratio) for o, n in zip(old, new, strict=True)
         )
     if key in METRIC_VALUE_FIELDS:
-        return _metric_value_equal(old, new, ratio)
+        return _metric_value_equal(old, new, ratio=ratio)
     return bool(old == new)
 
 
@@ -111,7 +111,7 @@ def status_equal(
                 return False
         elif name == "currentMetrics":
             if not _metrics_equal(
-                old_value or [], new_value or [], rule.metric_value_tolerance_ratio
+                old_value or [], new_value or [], ratio=rule.metric_value_tolerance_ratio
             ):
                 return False
         elif name == "conditions":

@@ -222,7 +222,7 @@ async def test_scale_writes_with_a_precondition_and_a_stale_scale_conflicts(
 ) -> None:
     await apply(lab, deployment_manifest(namespace, replicas=1))
     scales = ScaleClient(kube, ResourceMapper(kube, clock=SystemClock()))
-    target = ScaleTargetRef("apps/v1", "Deployment", "web")
+    target = ScaleTargetRef(api_version="apps/v1", kind="Deployment", name="web")
     scale = await scales.get(namespace, target)
     assert scale.spec_replicas == 1
     assert scale.selector == "app=web"

@@ -35,7 +35,7 @@ class RecordedRequest:
     body: Any
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScriptedFailure:
     method: str
     path: str
@@ -45,7 +45,7 @@ class ScriptedFailure:
     times: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResourceInfo:
     prefix: str  # "/api/v1" or "/apis/<group>/<version>"
     plural: str
@@ -54,7 +54,7 @@ class ResourceInfo:
     subresources: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Watcher:
     prefix: str
     plural: str
@@ -90,19 +90,33 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 DEFAULT_RESOURCES = (
-    ResourceInfo("/api/v1", "pods", "Pod", subresources=("status",)),
-    ResourceInfo("/api/v1", "events", "Event"),
-    ResourceInfo("/apis/apps/v1", "deployments", "Deployment", subresources=("status", "scale")),
-    ResourceInfo("/apis/apps/v1", "statefulsets", "StatefulSet", subresources=("status", "scale")),
-    ResourceInfo("/apis/apps/v1", "replicasets", "ReplicaSet", subresources=("status", "scale")),
+    ResourceInfo(prefix="/api/v1", plural="pods", kind="Pod", subresources=("status",)),
+    ResourceInfo(prefix="/api/v1", plural="events", kind="Event"),
     ResourceInfo(
-        "/apis/autoscaling/v2",
-        "horizontalpodautoscalers",
-        "HorizontalPodAutoscaler",
-        True,
-        ("status",),
+        prefix="/apis/apps/v1",
+        plural="deployments",
+        kind="Deployment",
+        subresources=("status", "scale"),
     ),
-    ResourceInfo("/apis/coordination.k8s.io/v1", "leases", "Lease"),
+    ResourceInfo(
+        prefix="/apis/apps/v1",
+        plural="statefulsets",
+        kind="StatefulSet",
+        subresources=("status", "scale"),
+    ),
+    ResourceInfo(
+        prefix="/apis/apps/v1",
+        plural="replicasets",
+        kind="ReplicaSet",
+        subresources=("status", "scale"),
+    ),
+    ResourceInfo(
+        prefix="/apis/autoscaling/v2",
+        plural="horizontalpodautoscalers",
+        kind="HorizontalPodAutoscaler",
+        subresources=("status",),
+    ),
+    ResourceInfo(prefix="/apis/coordination.k8s.io/v1", plural="leases", kind="Lease"),
 )
 
 
@@ -148,14 +162,23 @@ class FakeApiServer:
         self,
         method: str,
         path: str,
-        status: int,
         *,
+        status: int,
         reason: str = "",
         headers: Mapping[str, str] | None = None,
         times: int = 1,
     ) -> None:
         """Answer the next ``times`` requests ``method path`` with ``status``."""
-        self.failures.append(ScriptedFailure(method, path, status, reason, headers or {}, times))
+        self.failures.append(
+            ScriptedFailure(
+                method=method,
+                path=path,
+                status=status,
+                reason=reason,
+                headers=headers or {},
+                times=times,
+            )
+        )
 
     def close_watches(self) -> None:
         """End every open watch stream (as the server does at ``timeoutSeconds``)."""
@@ -217,6 +240,7 @@ class FakeApiServer:
         return obj
 
     def delete_object(self, prefix: str, plural: str, namespace: str, name: str) -> JsonObject:
+        """Delete an object as another client would, emitting a watch event."""
         obj = self.objects.pop((prefix, plural, namespace, name))
         obj["metadata"]["resourceVersion"] = self._bump()
         self._emit("DELETED", prefix, plural, obj)
@@ -378,11 +402,11 @@ class FakeApiServer:
             await response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
             return response
         watcher = _Watcher(
-            info.prefix,
-            info.plural,
-            namespace,
-            query.get("labelSelector", ""),
-            query.get("allowWatchBookmarks") == "true",
+            prefix=info.prefix,
+            plural=info.plural,
+            namespace=namespace,
+            label_selector=query.get("labelSelector", ""),
+            bookmarks=query.get("allowWatchBookmarks") == "true",
         )
         for rv, event_type, prefix, plural, obj in self.log:
             if rv > since and self._watched(watcher, prefix, plural, obj):

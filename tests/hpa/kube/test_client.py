@@ -145,7 +145,12 @@ async def test_429_is_retried_after_retry_after(
 ) -> None:
     apiserver.put_object("/api/v1", "pods", {"metadata": {"name": "p", "namespace": "default"}})
     apiserver.fail(
-        "GET", f"{PODS}/p", 429, reason="TooManyRequests", headers={"Retry-After": "3"}, times=2
+        "GET",
+        f"{PODS}/p",
+        status=429,
+        reason="TooManyRequests",
+        headers={"Retry-After": "3"},
+        times=2,
     )
     pod = await kube.get(f"{PODS}/p")
     assert pod["metadata"]["name"] == "p"
@@ -156,7 +161,7 @@ async def test_429_is_retried_after_retry_after(
 async def test_5xx_is_retried_with_backoff_until_attempts_run_out(
     apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
 ) -> None:
-    apiserver.fail("GET", PODS, 503, reason="ServiceUnavailable", times=10)
+    apiserver.fail("GET", PODS, status=503, reason="ServiceUnavailable", times=10)
     with pytest.raises(ServerError) as raised:
         await kube.list(PODS)
     assert raised.value.status.code == 503
@@ -173,7 +178,7 @@ async def test_400_and_422_are_never_retried(
     code: int,
     error_type: type[Exception],
 ) -> None:
-    apiserver.fail("POST", PODS, code, reason="Invalid" if code == 422 else "BadRequest")
+    apiserver.fail("POST", PODS, status=code, reason="Invalid" if code == 422 else "BadRequest")
     with pytest.raises(error_type):
         await kube.post(PODS, {"metadata": {"name": "x"}})
     assert len(apiserver.requests_to("POST", PODS)) == 1

@@ -97,7 +97,7 @@ async def test_an_expired_event_is_created_again(
     async with asyncio.timeout(5):
         await events.flush()
     [event] = stored_events(apiserver)
-    apiserver.delete_object("/api/v1", "events", "default", str(event["metadata"]["name"]))  # type: ignore[index]
+    apiserver.delete_object("/api/v1", "events", "default", event["metadata"]["name"])  # type: ignore[index]
     events.record(WEB, RESCALE)
     async with asyncio.timeout(5):
         await events.flush()
@@ -108,7 +108,7 @@ async def test_recording_never_raises_and_failures_are_counted(
     apiserver: FakeApiServer, recorder: tuple[EventRecorder, FakeClock, CollectorRegistry]
 ) -> None:
     events, _, registry = recorder
-    apiserver.fail("POST", EVENTS, 403, reason="Forbidden")
+    apiserver.fail("POST", EVENTS, status=403, reason="Forbidden")
     events.record(WEB, RESCALE)  # returns at once, whatever the server says
     async with asyncio.timeout(5):
         await events.flush()

@@ -224,7 +224,7 @@ async def test_an_unparsable_object_is_skipped(
 async def test_list_failures_back_off_and_recover(
     apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
 ) -> None:
-    apiserver.fail("GET", PODS, 403, reason="Forbidden", times=3)
+    apiserver.fail("GET", PODS, status=403, reason="Forbidden", times=3)
     apiserver.put_object("/api/v1", "pods", pod("p"))
     informer = Informer(kube, PODS, parse=parse_pod, clock=clock, rng=random.Random(2))
     task = asyncio.create_task(informer.run())

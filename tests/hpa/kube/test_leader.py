@@ -32,7 +32,9 @@ class FakeLeaseStore:
 
     def _fail_if_down(self) -> None:
         if self.down:
-            raise ServerError(ApiStatus(503, "ServiceUnavailable", "etcd unavailable"))
+            raise ServerError(
+                ApiStatus(code=503, reason="ServiceUnavailable", message="etcd unavailable")
+            )
 
     async def get(self) -> LeaseRecord | None:
         self._fail_if_down()
@@ -41,14 +43,18 @@ class FakeLeaseStore:
     async def create(self, record: LeaseRecord) -> LeaseRecord:
         self._fail_if_down()
         if self.record is not None:
-            raise AlreadyExistsError(ApiStatus(409, "AlreadyExists", "lease exists"))
+            raise AlreadyExistsError(
+                ApiStatus(code=409, reason="AlreadyExists", message="lease exists")
+            )
         return self._store(record)
 
     async def update(self, record: LeaseRecord) -> LeaseRecord:
         self._fail_if_down()
         assert self.record is not None
         if record.resource_version != self.record.resource_version:
-            raise ConflictError(ApiStatus(409, "Conflict", "the object has been modified"))
+            raise ConflictError(
+                ApiStatus(code=409, reason="Conflict", message="the object has been modified")
+            )
         self.updates.append(record)
         return self._store(record)
 

@@ -79,8 +79,13 @@ async def test_a_stale_scale_is_a_conflict_and_is_never_written_twice(
 async def test_a_crd_with_a_scale_subresource_is_found_through_discovery() -> None:
     server = FakeApiServer(
         resources=(
-            ResourceInfo("/apis/example.com/v1", "widgets", "Widget", subresources=("scale",)),
-            ResourceInfo("/apis/example.com/v1", "gadgets", "Gadget"),
+            ResourceInfo(
+                prefix="/apis/example.com/v1",
+                plural="widgets",
+                kind="Widget",
+                subresources=("scale",),
+            ),
+            ResourceInfo(prefix="/apis/example.com/v1", plural="gadgets", kind="Gadget"),
         )
     )
     await server.start()
@@ -93,18 +98,24 @@ async def test_a_crd_with_a_scale_subresource_is_found_through_discovery() -> No
         )
         mapper = ResourceMapper(client, clock=FakeClock())
         scales = ScaleClient(client, mapper)
-        widget = ScaleTargetRef("example.com/v1", "Widget", "w")
+        widget = ScaleTargetRef(api_version="example.com/v1", kind="Widget", name="w")
         scale = await scales.get("ns", widget)
         assert scale.spec_replicas == 2
         assert isinstance(await scales.update("ns", widget, scale, replicas=6), ScaleUpdated)
         await scales.get("ns", widget)
         assert mapper.discovery_count == 1, "discovery is cached"
         with pytest.raises(NoScaleSubresourceError):
-            await scales.get("ns", ScaleTargetRef("example.com/v1", "Gadget", "g"))
+            await scales.get(
+                "ns", ScaleTargetRef(api_version="example.com/v1", kind="Gadget", name="g")
+            )
         with pytest.raises(NoScaleSubresourceError):
-            await scales.get("ns", ScaleTargetRef("example.com/v1", "Missing", "m"))
+            await scales.get(
+                "ns", ScaleTargetRef(api_version="example.com/v1", kind="Missing", name="m")
+            )
         with pytest.raises(NoScaleSubresourceError):
-            await scales.get("ns", ScaleTargetRef("nowhere.io/v1", "Thing", "t"))
+            await scales.get(
+                "ns", ScaleTargetRef(api_version="nowhere.io/v1", kind="Thing", name="t")
+            )
     finally:
         await client.close()
         await server.close()
@@ -118,7 +129,7 @@ async def test_a_kind_installed_later_is_found_after_a_refresh(
     with pytest.raises(NoScaleSubresourceError):
         await mapper.mapping_for("apps/v1", "Rollout")
     apiserver.resources[("/apis/apps/v1", "rollouts")] = ResourceInfo(
-        "/apis/apps/v1", "rollouts", "Rollout", subresources=("scale",)
+        prefix="/apis/apps/v1", plural="rollouts", kind="Rollout", subresources=("scale",)
     )
     with pytest.raises(NoScaleSubresourceError):
         await mapper.mapping_for("apps/v1", "Rollout")  # within the refresh interval: cached
