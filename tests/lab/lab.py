@@ -1,6 +1,10 @@
 """`Lab`: the whole local lab as one context manager (control plane, aggregation path,
 Prometheus and the workload exporter).
 
+Prometheus (tests/lab/prometheus.py) and the workload exporter (tests/lab/exporter.py) start in a
+background thread while the control plane boots; Prometheus scrapes the exporter every second
+(job `workloads`), and the exporter follows the pods of the workloads given to `add_workload`.
+
 Upstream counterpart: kind's `cluster.Provider.Create` plus the integration framework's
 `StartTestServer`; here every component is a plain process of this machine. Deviation: the
 processes run from binaries cached by `tests.lab.build` (never a container), and kwok stands in
@@ -9,6 +13,7 @@ for the kubelets. docs/lab.md describes the addressing, the timings and how to u
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import shutil
@@ -30,9 +35,12 @@ import yaml
 from tests.lab import aggregation, aggserver
 from tests.lab.build import build, cache_root
 from tests.lab.controlplane import ControlPlane, ControlPlaneConfig
+from tests.lab.exporter import ExporterProcess
+from tests.lab.load_model import RpsValue, WorkloadProfile
 from tests.lab.netns import KUBERNETES_SERVICE_IP, Netns, acquire_netns
 from tests.lab.pki import Pki, create_pki, issue_certificate
 from tests.lab.process import LabError, ProcessGroup, wait_until
+from tests.lab.prometheus import PrometheusError, PrometheusServer
 
 log = structlog.get_logger("hpa.lab")
 
@@ -40,6 +48,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 AGGSERVER_NAME = "lab-aggserver"
 AGGSERVER_NAMESPACE = "hpa-lab"
 AGGSERVER_PORT = 8443
+EXPORTER_JOB = "workloads"
+"""Prometheus job that scrapes the workload exporter."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,8 @@ class Lab:
         self._control_plane: ControlPlane | None = None
         self._pki: Pki | None = None
         self.start_seconds: float | None = None
+        self._exporter: ExporterProcess | None = None
+        self._prometheus: PrometheusServer | None = None
         self._previous_sigterm: Any = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -97,12 +109,27 @@ class Lab:
             config=self.config.control_plane,
             group=self.group,
         )
-        self._control_plane.start()
-        self._start_aggregation_test_server()
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lab-obs") as pool:
+            observability = pool.submit(self._start_observability)
+            self._control_plane.start()
+            self._start_aggregation_test_server()
+            observability.result()
+        try:
+            self.prometheus.wait_for_targets(
+                timeout_seconds=self.config.control_plane.start_timeout_seconds
+            )
+        except PrometheusError as error:
+            raise LabError(f"{error}\n{self.report_logs()}") from error
         self.start_seconds = round(time.monotonic() - started, 1)
         log.info("lab_started", seconds=self.start_seconds, kubeconfig=str(self.kubeconfig))
 
     def stop(self) -> None:
+        if self._exporter is not None:
+            self._exporter.stop()
+            self._exporter = None
+        if self._prometheus is not None:
+            self._prometheus.stop()
+            self._prometheus = None
         self.group.stop()
         if self.netns is not None:
             self.netns.close()
@@ -121,6 +148,19 @@ class Lab:
 
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
             self._previous_sigterm = signal.signal(signal.SIGTERM, interrupt)
+
+    def _start_observability(self) -> None:
+        """Exporter, then Prometheus scraping it (needs only the kubeconfig file, not the API)."""
+        exporter = ExporterProcess(workdir=self.work_dir / "exporter", kubeconfig=self.kubeconfig)
+        self.group.add_log("workload-exporter", exporter.log_path)
+        self._exporter = exporter
+        exporter.start()
+        prometheus = PrometheusServer(
+            {EXPORTER_JOB: [exporter.scrape_target]}, workdir=self.work_dir / "prometheus"
+        )
+        self.group.add_log("prometheus", prometheus.log_path)
+        self._prometheus = prometheus
+        prometheus.start()
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -146,6 +186,32 @@ class Lab:
         return self.control_plane.nobody_kubeconfig
 
     @property
+    def prometheus(self) -> PrometheusServer:
+        if self._prometheus is None:
+            raise LabError("the lab is not started")
+        return self._prometheus
+
+    @property
+    def prometheus_url(self) -> str:
+        return self.prometheus.url
+
+    @property
+    def exporter(self) -> ExporterProcess:
+        if self._exporter is None:
+            raise LabError("the lab is not started")
+        return self._exporter
+
+    def add_workload(self, profile: WorkloadProfile, *, rps: RpsValue = 0) -> None:
+        """Export CPU, memory and request series for the pods `profile` selects."""
+        self.exporter.add_workload(profile, rps=rps)
+
+    def set_load(
+        self, namespace: str, workload: str, rps: RpsValue, *, ramp_seconds: RpsValue = 0
+    ) -> None:
+        """Offer `rps` requests/s to a workload (a step, or a linear ramp over `ramp_seconds`)."""
+        self.exporter.set_load(namespace, workload, rps, ramp_seconds=ramp_seconds)
+
+    @property
     def server_url(self) -> str:
         return self.control_plane.server_url
 
@@ -165,6 +231,8 @@ class Lab:
             f"kube-apiserver   {self.server_url}",
             f"etcd             http://127.0.0.1:{endpoints.etcd_client_port}",
             f"aggregated test  {self.aggserver_url}  (netns {self.netns.name})",
+            f"prometheus       {self.prometheus_url}",
+            f"exporter         {self.exporter.url}  (POST /workloads, POST /load)",
             f"work dir / logs  {self.work_dir}  /  {self.group.log_dir}",
             f"started in       {self.start_seconds} s",
         ]

@@ -34,9 +34,12 @@ class LabError(RuntimeError):
     """A component failed to start or become ready; the message carries every log's tail."""
 
 
+_prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
+
+
 def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    """Runs in the forked child before exec: nothing but one system call."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 @dataclass
