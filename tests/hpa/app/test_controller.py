@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import itertools
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -29,7 +29,7 @@ from hpa.kube.records import HpaRecord, parse_hpa
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
 
-METRICS = ResourceInfo("/apis/metrics.k8s.io/v1beta1", "pods", "PodMetrics")
+METRICS = ResourceInfo(prefix="/apis/metrics.k8s.io/v1beta1", plural="pods", kind="PodMetrics")
 LONG_AGO = "2025-12-31T00:00:00Z"
 
 
@@ -55,12 +55,12 @@ async def kube(apiserver: FakeApiServer) -> AsyncIterator[KubeClient]:
     await client.close()
 
 
-def seed(
-    apiserver: FakeApiServer, *, cpu_usage: str, annotations: dict[str, str] | None = None
+async def seed(
+    kube: KubeClient, *, cpu_usage: str, annotations: dict[str, str] | None = None
 ) -> None:
-    apiserver.put_object(
-        "/apis/apps/v1",
-        "deployments",
+    """Create the objects through the API, as another client would."""
+    await kube.post(
+        "/apis/apps/v1/namespaces/default/deployments",
         {
             "metadata": {"name": "web", "namespace": "default"},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
@@ -69,9 +69,8 @@ def seed(
     )
     for index in range(2):
         name = f"web-{index}"
-        apiserver.put_object(
-            "/api/v1",
-            "pods",
+        await kube.post(
+            "/api/v1/namespaces/default/pods",
             {
                 "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]},
@@ -84,9 +83,8 @@ def seed(
                 },
             },
         )
-        apiserver.put_object(
-            "/apis/metrics.k8s.io/v1beta1",
-            "pods",
+        await kube.post(
+            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods",
             {
                 "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
                 "timestamp": "2026-01-01T00:00:00Z",
@@ -94,9 +92,8 @@ def seed(
                 "containers": [{"name": "app", "usage": {"cpu": cpu_usage}}],
             },
         )
-    apiserver.put_object(
-        "/apis/autoscaling/v2",
-        "horizontalpodautoscalers",
+    await kube.post(
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
         {
             "apiVersion": "autoscaling/v2",
             "kind": "HorizontalPodAutoscaler",
@@ -132,33 +129,35 @@ def settings(**horizontal: Any) -> ControllerAppSettings:
     )
 
 
-async def eventually(predicate: Callable[[], bool], *, timeout_seconds: float = 5.0) -> None:
-    """Yield to the loop until ``predicate`` holds (the fake API server is real HTTP I/O)."""
+async def eventually(
+    predicate: Callable[[], Awaitable[bool]], *, timeout_seconds: float = 5.0
+) -> None:
+    """Poll ``predicate`` (an API read) until it holds; each read is real HTTP I/O."""
     async with asyncio.timeout(timeout_seconds):
         for _ in itertools.count():
-            if predicate():
+            if await predicate():
                 return
-            await asyncio.sleep(0)  # one loop turn: lets the HTTP exchanges progress
+            await asyncio.sleep(0)  # one loop turn: lets the controller's exchanges progress
 
 
-def replicas(apiserver: FakeApiServer) -> int:
-    deployment = apiserver.get_object("/apis/apps/v1", "deployments", "default", "web")
-    assert deployment is not None
+async def replicas(kube: KubeClient) -> int:
+    deployment = await kube.get("/apis/apps/v1/namespaces/default/deployments/web")
     return int(deployment["spec"]["replicas"])
 
 
-def hpa_status(apiserver: FakeApiServer) -> dict[str, Any]:
-    hpa = apiserver.get_object("/apis/autoscaling/v2", "horizontalpodautoscalers", "default", "web")
-    assert hpa is not None
+async def hpa_status(kube: KubeClient) -> dict[str, Any]:
+    hpa = await kube.get("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web")
     return dict(hpa.get("status") or {})
 
 
-def event_reasons(apiserver: FakeApiServer) -> list[str]:
-    return [
-        obj["reason"]
-        for (prefix, plural, _, _), obj in apiserver.objects.items()
-        if (prefix, plural) == ("/api/v1", "events")
-    ]
+async def event_reasons(kube: KubeClient) -> list[str]:
+    events = await kube.list("/api/v1/namespaces/default/events")
+    return [str(event["reason"]) for event in events.get("items") or ()]
+
+
+async def lease_holder(kube: KubeClient) -> str:
+    lease = await kube.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/hpa-controller")
+    return str(lease["spec"].get("holderIdentity") or "")
 
 
 async def start(app: HorizontalControllerApp) -> asyncio.Task[None]:
@@ -173,51 +172,59 @@ async def stop(task: asyncio.Task[None]) -> None:
 async def test_the_leader_scales_writes_status_and_records_the_event(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
-    seed(apiserver, cpu_usage="1")  # 100 % of the request, target 50 %
+    await seed(kube, cpu_usage="1")  # 100 % of the request, target 50 %
     app = build_app(
         settings(), kube, clock=FakeClock(), registry=CollectorRegistry(), identity="me"
     )
     task = await start(app)
     try:
-        await eventually(lambda: replicas(apiserver) == 4)
-        await eventually(lambda: hpa_status(apiserver).get("desiredReplicas") == 4)
-        await eventually(lambda: "SuccessfulRescale" in event_reasons(apiserver))
-        lease = apiserver.get_object(
-            "/apis/coordination.k8s.io/v1", "leases", "default", "hpa-controller"
-        )
-        assert lease is not None
-        assert lease["spec"]["holderIdentity"] == "me"
-        status = hpa_status(apiserver)
+
+        async def scaled() -> bool:
+            return await replicas(kube) == 4
+
+        async def status_written() -> bool:
+            return (await hpa_status(kube)).get("desiredReplicas") == 4
+
+        async def event_written() -> bool:
+            return "SuccessfulRescale" in await event_reasons(kube)
+
+        await eventually(scaled)
+        await eventually(status_written)
+        await eventually(event_written)
+        assert await lease_holder(kube) == "me"
+        status = await hpa_status(kube)
         assert status["currentReplicas"] == 2
         assert status["observedGeneration"] == 1
         conditions = {c["type"]: c["reason"] for c in status["conditions"]}
         assert conditions["AbleToScale"] == "SucceededRescale"
         assert app.ready()
-        metrics_pages = [r for r in apiserver.requests if r.path.startswith("/apis/metrics.k8s.io")]
-        assert metrics_pages[0].query == {"labelSelector": "app=web"}
+        metrics_reads = [
+            r
+            for r in apiserver.requests
+            if r.method == "GET" and r.path.startswith("/apis/metrics.k8s.io")
+        ]
+        assert metrics_reads[0].query == {"labelSelector": "app=web"}
     finally:
         await stop(task)
-    lease = apiserver.get_object(
-        "/apis/coordination.k8s.io/v1", "leases", "default", "hpa-controller"
-    )
-    assert lease is not None
-    assert lease["spec"].get("holderIdentity", "") == "", "the Lease is released on shutdown"
+    assert await lease_holder(kube) == "", "the Lease is released on shutdown"
 
 
 async def test_a_dry_run_hpa_is_never_written(apiserver: FakeApiServer, kube: KubeClient) -> None:
-    seed(apiserver, cpu_usage="1", annotations={"hpa.dry-run/enabled": "true"})
+    await seed(kube, cpu_usage="1", annotations={"hpa.dry-run/enabled": "true"})
     app = build_app(
         settings(), kube, clock=FakeClock(), registry=CollectorRegistry(), identity="me"
     )
     task = await start(app)
     try:
-        await eventually(lambda: "DryRun" in event_reasons(apiserver))
-        assert replicas(apiserver) == 2
-        assert hpa_status(apiserver) == {}
-        assert (
-            apiserver.requests_to("PUT", "/apis/apps/v1/namespaces/default/deployments/web/scale")
-            == []
-        )
+
+        async def dry_run_event() -> bool:
+            return "DryRun" in await event_reasons(kube)
+
+        await eventually(dry_run_event)
+        assert await replicas(kube) == 2
+        assert await hpa_status(kube) == {}
+        scale_path = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+        assert apiserver.requests_to("PUT", scale_path) == []
         debug = app.controller.debug_state()["default/web"]
         assert debug["dryRun"] is True
         assert debug["desiredReplicas"] == 4
