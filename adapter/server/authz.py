@@ -1,0 +1,117 @@
+"""Authorization through SubjectAccessReview, cached at most 10 s, failing closed.
+
+Upstream counterparts: k8s.io/apiserver ``plugin/pkg/authorizer/webhook`` (the SAR body:
+``spec{user, uid, groups, extra, resourceAttributes{namespace, verb, group, version, resource,
+subresource, name} | nonResourceAttributes{path, verb}}``; allowed and denied answers cached,
+``--authorization-webhook-cache-authorized-ttl``/``-unauthorized-ttl``, both 10 s for delegated
+servers) and ``server/options/authorization.go`` (``--authorization-always-allow-paths``, default
+``/healthz``, ``/readyz``, ``/livez``).
+
+Deliberate deviations: a SAR that fails (API server unreachable, error status, malformed answer) is
+an ``AuthorizationError`` that the server answers with 500 and never caches; upstream retries
+with backoff first. The cache TTL is capped at 10 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from adapter.server.authn import UserInfo
+from adapter.server.ports import Clock, KubeApi
+from adapter.server.requestinfo import RequestAttributes
+
+log = structlog.get_logger(__name__)
+
+SUBJECT_ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+MAX_CACHE_TTL_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+class AuthorizationError(Exception):
+    """The decision could not be made; the request is refused."""
+
+
+class Authorizer(Protocol):
+    async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> Decision:
+        """Raises ``AuthorizationError`` when no decision could be made."""
+        ...
+
+
+def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> dict[str, Any]:
+    spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups)}
+    if user.uid:
+        spec["uid"] = user.uid
+    if user.extra:
+        spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+    if attributes.is_resource_request:
+        spec["resourceAttributes"] = {
+            "namespace": attributes.namespace,
+            "verb": attributes.verb,
+            "group": attributes.api_group,
+            "version": attributes.api_version,
+            "resource": attributes.resource,
+            "subresource": attributes.subresource,
+            "name": attributes.name,
+        }
+    else:
+        spec["nonResourceAttributes"] = {"path": attributes.path, "verb": attributes.verb}
+    return {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": spec,
+    }
+
+
+def _cache_key(user: UserInfo, attributes: RequestAttributes) -> tuple[Any, ...]:
+    extra = tuple(sorted((k, tuple(v)) for k, v in user.extra.items()))
+    return (user.name, user.uid, tuple(user.groups), extra, attributes)
+
+
+class SubjectAccessReviewAuthorizer:
+    def __init__(self, api: KubeApi, *, clock: Clock, ttl_seconds: float = 10.0) -> None:
+        if not 0 < ttl_seconds <= MAX_CACHE_TTL_SECONDS:
+            raise ValueError("the SubjectAccessReview cache TTL must be in (0, 10] seconds")
+        self._api = api
+        self._clock = clock
+        self._ttl_seconds = ttl_seconds
+        self._cache: dict[tuple[Any, ...], tuple[float, Decision]] = {}
+        self.reviews = 0
+
+    async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> Decision:
+        key = _cache_key(user, attributes)
+        now = self._clock.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        self.reviews += 1
+        try:
+            answer = await self._api.post(
+                SUBJECT_ACCESS_REVIEW_PATH, subject_access_review(user, attributes)
+            )
+        except Exception as error:
+            log.warning("subject_access_review_failed", user=user.name, error=str(error))
+            raise AuthorizationError(str(error)) from error
+        decision = _decision(answer)
+        if len(self._cache) > 4096:
+            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+        self._cache[key] = (now + self._ttl_seconds, decision)
+        return decision
+
+
+def _decision(answer: Mapping[str, Any]) -> Decision:
+    status = answer.get("status")
+    if not isinstance(status, Mapping):
+        raise AuthorizationError("SubjectAccessReview answer has no status")
+    if status.get("evaluationError") and not status.get("allowed"):
+        log.info("subject_access_review_evaluation_error", error=status.get("evaluationError"))
+    allowed = bool(status.get("allowed")) and not bool(status.get("denied"))
+    return Decision(allowed, str(status.get("reason", "")))

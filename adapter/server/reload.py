@@ -1,0 +1,159 @@
+"""The current providers, rebuilt from the rule file on change or SIGHUP without dropping requests.
+
+Upstream counterpart: none (prometheus-adapter reads ``--config`` once; a change needs a restart).
+The pattern is Prometheus's ``--web.enable-lifecycle``/SIGHUP reload with
+``prometheus_config_last_reload_successful`` and ``..._success_timestamp_seconds``.
+
+How: a reload reads the file, compiles the rules (``RuleConfigError`` → failure) and builds new
+providers on a fresh metrics registry, relists them once (``RelistError`` → failure), then swaps
+the reference. Requests read ``current`` once and finish on the providers they started with; the
+Prometheus client is shared and stays open. A failed reload keeps the previous providers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from adapter.providers import MetricProviders, RelistError
+from adapter.rules import RuleConfig, RuleConfigError, load_rules
+from adapter.server.ports import Clock
+from adapter.server.telemetry import ProviderCollector, ServerMetrics
+
+log = structlog.get_logger(__name__)
+
+BuildProviders = Callable[[RuleConfig, CollectorRegistry], MetricProviders]
+
+
+class ReloadError(Exception):
+    pass
+
+
+class ReloadingMetrics:
+    """``MetricsSource``: ``current`` is the providers of the last rule file that loaded."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        build: BuildProviders,
+        *,
+        registry: CollectorRegistry,
+        server_metrics: ServerMetrics,
+        clock: Clock,
+        check_interval_seconds: float = 10.0,
+    ) -> None:
+        self.config_path = config_path
+        self._build = build
+        self._server_metrics = server_metrics
+        self._clock = clock
+        self._check_interval_seconds = check_interval_seconds
+        self._current: MetricProviders | None = None
+        self._provider_registry: CollectorRegistry | None = None
+        self._digest = b""
+        self._stamp: tuple[int, int, int] | None = None
+        self._requested = asyncio.Event()
+        registry.register(ProviderCollector(lambda: self._provider_registry))
+
+    @property
+    def current(self) -> MetricProviders:
+        if self._current is None:
+            raise RuntimeError("no rule file loaded yet")
+        return self._current
+
+    @property
+    def ready(self) -> bool:
+        return self._current is not None and self._current.relister.ready
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.config_path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _compile(self) -> tuple[MetricProviders, CollectorRegistry, bytes]:
+        text = self.config_path.read_text()
+        config = load_rules(text, source=str(self.config_path))
+        for warning in config.warnings:
+            log.warning("rule_file_warning", warning=warning)
+        registry = CollectorRegistry()
+        return self._build(config, registry), registry, hashlib.sha256(text.encode()).digest()
+
+    def load_initial(self) -> None:
+        """Load the rule file at start (raises ``RuleConfigError``/``OSError``: the process
+        should not start with a broken file). The first relist is ``relist_forever``'s."""
+        self._stamp = self._stat()
+        try:
+            providers, registry, digest = self._compile()
+        except (OSError, RuleConfigError):
+            self._record(success=False)
+            raise
+        self._current, self._provider_registry, self._digest = providers, registry, digest
+        self._record(success=True)
+
+    def _record(self, *, success: bool) -> None:
+        metrics = self._server_metrics
+        metrics.config_reloads.labels("success" if success else "failure").inc()
+        metrics.config_last_reload_successful.set(1 if success else 0)
+        if success:
+            metrics.config_last_reload_success_timestamp.set(self._clock.now().timestamp())
+
+    def request_reload(self) -> None:
+        """Ask for a reload (the SIGHUP handler)."""
+        self._requested.set()
+
+    async def reload(self, *, force: bool = False) -> bool:
+        """Reload now. True when new providers are being served; False when the file did not
+        change (unless ``force``) or the reload failed (the old providers stay)."""
+        self._stamp = self._stat()
+        try:
+            providers, registry, digest = self._compile()
+        except (OSError, RuleConfigError) as error:
+            log.error("config_reload_failed", path=str(self.config_path), error=str(error))
+            self._record(success=False)
+            return False
+        if digest == self._digest and not force:
+            return False
+        try:
+            await providers.relister.relist()
+        except RelistError as error:
+            log.error("config_reload_failed", path=str(self.config_path), error=str(error))
+            self._record(success=False)
+            return False
+        self._current, self._provider_registry, self._digest = providers, registry, digest
+        self._record(success=True)
+        log.info("config_reloaded", path=str(self.config_path))
+        return True
+
+    async def watch(self) -> None:
+        """Reload when the file's (inode, size, mtime) changes or a reload is requested."""
+        while True:
+            waiter = asyncio.ensure_future(self._requested.wait())
+            sleeper = asyncio.ensure_future(self._clock.sleep(self._check_interval_seconds))
+            try:
+                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (waiter, sleeper):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            requested = self._requested.is_set()
+            self._requested.clear()
+            if requested or self._stat() != self._stamp:
+                await self.reload(force=requested)
+
+    async def relist_forever(self) -> None:
+        """Relist the current providers every interval (``MetricRelister.run`` for whichever
+        providers are current)."""
+        while True:
+            providers = self.current
+            with contextlib.suppress(RelistError):  # logged and counted by the relister
+                await providers.relister.relist()
+            await self._clock.sleep(providers.relister.relist_interval_seconds)

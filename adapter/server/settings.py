@@ -1,0 +1,257 @@
+"""The adapter's one frozen ``Settings``, built from flags that reuse prometheus-adapter's names.
+
+Upstream counterparts: prometheus-adapter ``cmd/adapter/adapter.go`` (``--config``,
+``--prometheus-url``, ``--metrics-relist-interval``, ``--metrics-max-age``,
+``--prometheus-auth-config``, ``--prometheus-ca-file``, ``--prometheus-token-file``,
+``--prometheus-header``, ``--lister-kubeconfig``) and k8s.io/apiserver's
+``SecureServingOptions`` / ``DelegatingAuthenticationOptions`` /
+``DelegatingAuthorizationOptions`` (``--secure-port``, ``--bind-address``, ``--tls-cert-file``,
+``--tls-private-key-file``, ``--client-ca-file``, ``--requestheader-*``,
+``--authentication-kubeconfig``, ``--authorization-always-allow-paths``).
+
+Deliberate deviations: ``--kubeconfig`` is an alias of ``--lister-kubeconfig`` and is also used
+for TokenReview/SubjectAccessReview and the ``extension-apiserver-authentication`` ConfigMap
+(upstream has separate ``--authentication-kubeconfig``/``--authorization-kubeconfig``); anonymous
+requests are refused with 401 (upstream's delegating authentication lets ``system:anonymous``
+through to authorization, which then answers 403); a few flags of ours have no upstream twin
+(``--config-check-interval``, ``--tls-check-interval``, ``--auth-config-refresh-interval``,
+``--debug-endpoints``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
+
+DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``hpa adapter`` needs; one instance per process, never mutated.
+
+    Serving:
+      secure_port: TCP port of the HTTPS listener (default 6443, ``--secure-port``).
+      bind_address: address to listen on (default ``0.0.0.0``, ``--bind-address``).
+      tls_cert_file / tls_private_key_file: PEM serving certificate and key; reloaded when the
+        files change (``--tls-cert-file``/``--tls-private-key-file``). When unset, a self-signed
+        certificate is generated into ``cert_dir`` (upstream ``--cert-dir``).
+      cert_dir: where the self-signed certificate goes (default
+        ``apiserver.local.config/certificates``).
+      tls_check_interval_seconds: how often the certificate files are checked for changes
+        (seconds, default 10; upstream watches with fsnotify and re-checks every minute).
+    Authentication and authorization (k8s.io/apiserver delegating options):
+      client_ca_file: CA for x509 client-certificate users (``--client-ca-file``); when None the
+        ``client-ca-file`` key of the ConfigMap is used.
+      requestheader_client_ca_file: CA of the front proxy (``--requestheader-client-ca-file``);
+        when None the ConfigMap's ``requestheader-client-ca-file``.
+      requestheader_allowed_names / _username_headers / _group_headers / _extra_headers_prefix:
+        override the ConfigMap's values when non-empty (``--requestheader-*``).
+      authentication_config_namespace / _name: the ConfigMap (default
+        ``kube-system/extension-apiserver-authentication``).
+      auth_config_refresh_interval_seconds: how often that ConfigMap is re-read (seconds,
+        default 60).
+      authentication_skip_lookup: never read the ConfigMap (``--authentication-skip-lookup``).
+      authentication_cache_ttl_seconds: TokenReview answers are cached this long (seconds,
+        default 10, ``--authentication-token-webhook-cache-ttl``).
+      authorization_cache_ttl_seconds: SubjectAccessReview answers, allowed or denied, are cached
+        this long (seconds, default 10, at most 10).
+      always_allow_paths: served without authentication or authorization (default
+        ``/healthz``, ``/readyz``, ``/livez``; ``--authorization-always-allow-paths``).
+      kubeconfig: kubeconfig for every Kubernetes API call (pod watch, TokenReview, SAR, the
+        ConfigMap); None means in-cluster (``--lister-kubeconfig``/``--kubeconfig``).
+    Metrics (prometheus-adapter):
+      config: path of the rule file (``--config``, required). Reloaded on change or SIGHUP.
+      config_check_interval_seconds: how often the rule file is checked for changes (seconds,
+        default 10).
+      prometheus_url: Prometheus base URL (default ``https://localhost``, ``--prometheus-url``).
+      prometheus_auth_config / prometheus_ca_file / prometheus_token_file /
+      prometheus_client_tls_cert_file / prometheus_client_tls_key_file / prometheus_headers:
+        how to reach Prometheus (``--prometheus-*`` flags, headers as ``Name=value``).
+      prometheus_query_timeout_seconds: per-query timeout (seconds, default 30).
+      metrics_relist_interval_seconds: how often the metric index is rebuilt (seconds, default 600,
+        ``--metrics-relist-interval``).
+      metrics_max_age_seconds: how far back series are listed (seconds; None means the relist
+        interval, ``--metrics-max-age``).
+    Debugging:
+      debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
+    """
+
+    config: Path
+    secure_port: int = 6443
+    bind_address: str = "0.0.0.0"  # noqa: S104 - an API server listens on every interface
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    cert_dir: Path = Path("apiserver.local.config/certificates")
+    tls_check_interval_seconds: float = 10.0
+    client_ca_file: Path | None = None
+    requestheader_client_ca_file: Path | None = None
+    requestheader_allowed_names: tuple[str, ...] = ()
+    requestheader_username_headers: tuple[str, ...] = ()
+    requestheader_group_headers: tuple[str, ...] = ()
+    requestheader_extra_headers_prefix: tuple[str, ...] = ()
+    authentication_config_namespace: str = "kube-system"
+    authentication_config_name: str = "extension-apiserver-authentication"
+    auth_config_refresh_interval_seconds: float = 60.0
+    authentication_skip_lookup: bool = False
+    authentication_cache_ttl_seconds: float = 10.0
+    authorization_cache_ttl_seconds: float = 10.0
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    kubeconfig: Path | None = None
+    config_check_interval_seconds: float = 10.0
+    prometheus_url: str = "https://localhost"
+    prometheus_auth_config: Path | None = None
+    prometheus_ca_file: Path | None = None
+    prometheus_token_file: Path | None = None
+    prometheus_client_tls_cert_file: Path | None = None
+    prometheus_client_tls_key_file: Path | None = None
+    prometheus_headers: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    prometheus_query_timeout_seconds: float = 30.0
+    metrics_relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS
+    metrics_max_age_seconds: float | None = None
+    debug_endpoints: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.authorization_cache_ttl_seconds <= 10:
+            raise ValueError("authorization_cache_ttl_seconds must be in (0, 10]")
+        if self.authentication_cache_ttl_seconds < 0:
+            raise ValueError("authentication_cache_ttl_seconds must not be negative")
+        if self.metrics_relist_interval_seconds <= 0:
+            raise ValueError("metrics_relist_interval_seconds must be positive")
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+
+
+def parse_go_duration_seconds(text: str) -> float:
+    """A Go ``time.Duration`` flag value (``10m``, ``1h30m``, ``90s``, ``500ms``) in seconds."""
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    rest = text.strip()
+    if rest in ("0", ""):
+        if rest == "":
+            raise argparse.ArgumentTypeError("empty duration")
+        return 0.0
+    total = 0.0
+    while rest:
+        number = ""
+        while rest and (rest[0].isdigit() or rest[0] == "."):
+            number, rest = number + rest[0], rest[1:]
+        unit = ""
+        while rest and not (rest[0].isdigit() or rest[0] == "."):
+            unit, rest = unit + rest[0], rest[1:]
+        if not number or unit not in units:
+            raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
+        total += float(number) * units[unit]
+    return total
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected Name=value, got {text!r}")
+    return name, value
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Register the adapter's flags (upstream names) on ``parser``."""
+    d = Settings(config=Path("x"))
+    p = parser.add_argument
+    p("--config", type=Path, required=True, help="rule file (prometheus-adapter format)")
+    p("--secure-port", type=int, default=d.secure_port)
+    p("--bind-address", default=d.bind_address)
+    p("--tls-cert-file", type=Path)
+    p("--tls-private-key-file", type=Path)
+    p("--cert-dir", type=Path, default=d.cert_dir)
+    p("--tls-check-interval", type=parse_go_duration_seconds, default=d.tls_check_interval_seconds)
+    p("--client-ca-file", type=Path)
+    p("--requestheader-client-ca-file", type=Path)
+    p("--requestheader-allowed-names", type=_csv, default=())
+    p("--requestheader-username-headers", type=_csv, default=())
+    p("--requestheader-group-headers", type=_csv, default=())
+    p("--requestheader-extra-headers-prefix", type=_csv, default=())
+    p("--authentication-skip-lookup", action="store_true")
+    p(
+        "--authentication-token-webhook-cache-ttl",
+        type=parse_go_duration_seconds,
+        default=d.authentication_cache_ttl_seconds,
+    )
+    p(
+        "--authorization-webhook-cache-ttl",
+        type=parse_go_duration_seconds,
+        default=d.authorization_cache_ttl_seconds,
+        help="cache of SubjectAccessReview answers (at most 10s)",
+    )
+    p("--authorization-always-allow-paths", type=_csv, default=d.always_allow_paths)
+    p(
+        "--auth-config-refresh-interval",
+        type=parse_go_duration_seconds,
+        default=d.auth_config_refresh_interval_seconds,
+    )
+    p("--lister-kubeconfig", "--kubeconfig", dest="kubeconfig", type=Path)
+    p(
+        "--config-check-interval",
+        type=parse_go_duration_seconds,
+        default=d.config_check_interval_seconds,
+    )
+    p("--prometheus-url", default=d.prometheus_url)
+    p("--prometheus-auth-config", type=Path)
+    p("--prometheus-ca-file", type=Path)
+    p("--prometheus-token-file", type=Path)
+    p("--prometheus-client-tls-cert-file", type=Path)
+    p("--prometheus-client-tls-key-file", type=Path)
+    p("--prometheus-header", type=_header, action="append", default=[])
+    p(
+        "--prometheus-query-timeout",
+        type=parse_go_duration_seconds,
+        default=d.prometheus_query_timeout_seconds,
+    )
+    p(
+        "--metrics-relist-interval",
+        type=parse_go_duration_seconds,
+        default=d.metrics_relist_interval_seconds,
+    )
+    p("--metrics-max-age", type=parse_go_duration_seconds, default=None)
+    p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The frozen ``Settings`` of parsed flags (``ValueError`` on inconsistent values)."""
+    return Settings(
+        config=args.config,
+        secure_port=args.secure_port,
+        bind_address=args.bind_address,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        cert_dir=args.cert_dir,
+        tls_check_interval_seconds=args.tls_check_interval,
+        client_ca_file=args.client_ca_file,
+        requestheader_client_ca_file=args.requestheader_client_ca_file,
+        requestheader_allowed_names=tuple(args.requestheader_allowed_names),
+        requestheader_username_headers=tuple(args.requestheader_username_headers),
+        requestheader_group_headers=tuple(args.requestheader_group_headers),
+        requestheader_extra_headers_prefix=tuple(args.requestheader_extra_headers_prefix),
+        authentication_skip_lookup=args.authentication_skip_lookup,
+        authentication_cache_ttl_seconds=args.authentication_token_webhook_cache_ttl,
+        authorization_cache_ttl_seconds=args.authorization_webhook_cache_ttl,
+        always_allow_paths=tuple(args.authorization_always_allow_paths),
+        auth_config_refresh_interval_seconds=args.auth_config_refresh_interval,
+        kubeconfig=args.kubeconfig,
+        config_check_interval_seconds=args.config_check_interval,
+        prometheus_url=args.prometheus_url,
+        prometheus_auth_config=args.prometheus_auth_config,
+        prometheus_ca_file=args.prometheus_ca_file,
+        prometheus_token_file=args.prometheus_token_file,
+        prometheus_client_tls_cert_file=args.prometheus_client_tls_cert_file,
+        prometheus_client_tls_key_file=args.prometheus_client_tls_key_file,
+        prometheus_headers=tuple(args.prometheus_header),
+        prometheus_query_timeout_seconds=args.prometheus_query_timeout,
+        metrics_relist_interval_seconds=args.metrics_relist_interval,
+        metrics_max_age_seconds=args.metrics_max_age,
+        debug_endpoints=args.debug_endpoints,
+    )
