@@ -515,19 +515,21 @@ class HorizontalController:
         if previous is not None:
             self.metrics.sync_interval.observe(max(0.0, started - previous))
         self._last_sync[key] = started
-        action: Action = "none"
-        error_label: ErrorLabel = "internal"  # until the reconcile returns
         try:
             report = await self._reconcile_autoscaler(hpa, key)
-            action, error_label = report.action, report.error_label
-        finally:
-            elapsed = max(0.0, self._clock.monotonic() - started)
-            self.metrics.reconciliations.labels(action=action, error=error_label).inc()
-            self.metrics.reconciliation_duration.labels(action=action, error=error_label).observe(
-                elapsed
-            )
+        except asyncio.CancelledError:
+            raise  # shutdown or lost lease: not a reconciliation outcome
+        except Exception:
+            self._observe_reconciliation("none", "internal", started)
+            raise
+        self._observe_reconciliation(report.action, report.error_label, started)
         self._reports[key] = report
         return report
+
+    def _observe_reconciliation(self, action: Action, error: ErrorLabel, started: float) -> None:
+        elapsed = max(0.0, self._clock.monotonic() - started)
+        self.metrics.reconciliations.labels(action=action, error=error).inc()
+        self.metrics.reconciliation_duration.labels(action=action, error=error).observe(elapsed)
 
     def _dry_run(self, hpa: HorizontalPodAutoscalerObject) -> bool:
         return self.settings.dry_run or hpa.annotations.get(DRY_RUN_ANNOTATION) == "true"
