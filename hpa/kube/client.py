@@ -511,7 +511,7 @@ class KubeClient:
                             yield orjson.loads(line)
                 if buffer.strip():
                     yield orjson.loads(buffer)
-        except (aiohttp.ClientError, TimeoutError) as error:
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as error:
             self._count("WATCH", 0)
             raise TransportError(f"WATCH {path}: {type(error).__name__}: {error}") from error
 

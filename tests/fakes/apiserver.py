@@ -61,7 +61,7 @@ class _Watcher:
     namespace: str | None
     label_selector: str
     bookmarks: bool
-    queue: asyncio.Queue[JsonObject | None] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[JsonObject | bytes | None] = field(default_factory=asyncio.Queue)
 
 
 def _status(code: int, reason: str, message: str) -> JsonObject:
@@ -190,6 +190,11 @@ class FakeApiServer:
         """Forget history: a watch from an older resourceVersion now gets 410."""
         self.compacted_resource_version = self.resource_version
         self.log.clear()
+
+    def send_raw(self, line: bytes) -> None:
+        """Write ``line`` as-is to every open watch stream (to test framing errors)."""
+        for watcher in self._watchers:
+            watcher.queue.put_nowait(line)
 
     def send_bookmark(self) -> None:
         for watcher in self._watchers:
@@ -418,7 +423,8 @@ class FakeApiServer:
                 event = await watcher.queue.get()
                 if event is None:
                     break
-                await response.write(orjson.dumps(event) + b"\n")
+                line = event if isinstance(event, bytes) else orjson.dumps(event)
+                await response.write(line + b"\n")
         finally:
             if watcher in self._watchers:
                 self._watchers.remove(watcher)

@@ -3,6 +3,7 @@ API server (429 Retry-After, 5xx backoff, no retry on 400/422, watch framing).""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 
@@ -22,6 +23,7 @@ from hpa.kube.client import (
     ServerError,
     TokenBucket,
     TooManyRequestsError,
+    TransportError,
     error_for_status,
     parse_retry_after,
 )
@@ -231,3 +233,32 @@ async def test_watch_frames_large_objects_and_many_events(
     assert [e["object"]["metadata"]["name"] for e in events] == ["big", "p0", "p1", "p2"]
     assert events[0]["object"]["metadata"]["annotations"]["a"] == big
     assert {e["type"] for e in events} == {"ADDED"}
+
+
+async def test_a_corrupt_watch_line_is_a_transport_error(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    received: list[dict[str, object]] = []
+
+    async def consume() -> None:
+        stream = kube.watch(PODS, params={"resourceVersion": "100"})
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                received.append(event)
+
+    consumer = asyncio.create_task(consume())
+    await apiserver.wait_for_watches()
+    apiserver.put_object("/api/v1", "pods", {"metadata": {"name": "p", "namespace": "default"}})
+    apiserver.send_raw(b'{"type": "ADDED", "object": {')
+    with pytest.raises(TransportError, match="JSONDecodeError"):
+        await asyncio.wait_for(consumer, timeout=5)
+    assert [e["type"] for e in received] == ["ADDED"]
+
+
+async def test_opening_a_watch_on_a_missing_resource_raises_the_typed_error(
+    kube: KubeClient,
+) -> None:
+    stream = kube.watch("/api/v1/namespaces/default/gizmos")
+    async with contextlib.aclosing(stream):
+        with pytest.raises(NotFoundError):
+            await anext(stream)
