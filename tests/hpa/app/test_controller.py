@@ -18,14 +18,18 @@ from hpa.app.controller import (
     ControllerAppSettings,
     HorizontalControllerApp,
     InformerHPALister,
+    KubeScaleClient,
     add_flags,
     build_app,
     from_args,
 )
+from hpa.controllers.ports import ScaleConflict, ScaleUpdated
 from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube.client import KubeClient, RetryPolicy
 from hpa.kube.informer import Store
 from hpa.kube.records import HpaRecord, parse_hpa
+from hpa.kube.scale import ResourceMapper, ScaleClient
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
 
@@ -269,3 +273,25 @@ def test_process_flags_are_parsed_with_the_controller_s() -> None:
     assert parsed.leader_elect_renew_deadline_seconds == 20.0
     assert parsed.port == 0
     assert parsed.horizontal.sync_period_seconds == 30.0
+
+
+async def test_the_scale_adapter_turns_a_409_into_a_conflict_with_a_fresh_read(
+    kube: KubeClient,
+) -> None:
+    await seed(kube, cpu_usage="1")
+    scales = KubeScaleClient(ScaleClient(kube, ResourceMapper(kube, clock=FakeClock())))
+    web = CrossVersionObjectReference("Deployment", "web", "apps/v1")
+    snapshot = await scales.get_scale("default", web)
+    assert (snapshot.spec_replicas, snapshot.selector) == (2, "app=web")
+    deployment = await kube.get("/apis/apps/v1/namespaces/default/deployments/web")
+    deployment["spec"]["replicas"] = 3  # another writer
+    await kube.put("/apis/apps/v1/namespaces/default/deployments/web", deployment)
+
+    result = await scales.update_scale("default", web, scale=snapshot, replicas=5)
+
+    assert isinstance(result, ScaleConflict)
+    assert result.current.spec_replicas == 3
+    assert await replicas(kube) == 3, "nothing was written"
+    written = await scales.update_scale("default", web, scale=result.current, replicas=5)
+    assert isinstance(written, ScaleUpdated)
+    assert await replicas(kube) == 5
