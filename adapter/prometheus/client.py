@@ -165,7 +165,7 @@ class PrometheusClient:
         params: list[tuple[str, str]] = [("query", query)]
         if time_seconds is not None:
             params.append(("time", format_seconds(time_seconds)))
-        data = await self._call(QUERY_PATH, tuple(params), timeout_seconds)
+        data = await self._call(QUERY_PATH, tuple(params), timeout_seconds=timeout_seconds)
         return decode_instant(data, endpoint=QUERY_PATH)
 
     async def query_range(
@@ -186,7 +186,7 @@ class PrometheusClient:
             ("end", format_seconds(end_seconds)),
             ("step", format_seconds(step_seconds)),
         )
-        data = await self._call(QUERY_RANGE_PATH, params, timeout_seconds)
+        data = await self._call(QUERY_RANGE_PATH, params, timeout_seconds=timeout_seconds)
         return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
 
     async def series(
@@ -203,12 +203,12 @@ class PrometheusClient:
             params.append(("start", format_seconds(start_seconds)))
         if end_seconds is not None:
             params.append(("end", format_seconds(end_seconds)))
-        data = await self._call(SERIES_PATH, tuple(params), timeout_seconds)
+        data = await self._call(SERIES_PATH, tuple(params), timeout_seconds=timeout_seconds)
         return decode_series(data, endpoint=SERIES_PATH)
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _call(self, path: str, params: Params, timeout_seconds: float | None) -> Any:
+    async def _call(self, path: str, params: Params, *, timeout_seconds: float | None) -> Any:
         timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
@@ -249,7 +249,7 @@ class PrometheusClient:
             started = loop.time()
             try:
                 status, body = await self._send(path, sent)
-                return self._decode(path, status, body, budget_seconds)
+                return self._decode(path, status, body=body, budget_seconds=budget_seconds)
             except PrometheusError as exc:
                 self.metrics.errors.labels(path, getattr(exc, "error_type", "unknown")).inc()
                 log.warning(
@@ -287,7 +287,7 @@ class PrometheusClient:
             ) from exc
 
     @staticmethod
-    def _decode(path: str, status: int, body: bytes, timeout: float) -> Any:
+    def _decode(path: str, status: int, *, body: bytes, budget_seconds: float) -> Any:
         if status // 100 != 2 and status not in _JSON_STATUSES:
             raise PrometheusHTTPError(
                 status, body[:200].decode("utf-8", "replace").strip(), endpoint=path
@@ -308,7 +308,7 @@ class PrometheusClient:
                     f"Prometheus timed out: {message}",
                     endpoint=path,
                     source="server",
-                    timeout_seconds=timeout,
+                    timeout_seconds=budget_seconds,
                 )
             raise PrometheusAPIError(error_type, message, endpoint=path, status=status)
         if envelope.get("status") != "success" or "data" not in envelope:

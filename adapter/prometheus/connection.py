@@ -18,12 +18,12 @@ import base64
 import os
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TLSConfig:
     """CA bundle to verify Prometheus, and an optional client certificate (mutual TLS)."""
 
@@ -71,6 +71,7 @@ class FileSecret:
 class BasicAuth:
     username: str
     password: str = ""
+    _: KW_ONLY
     password_file: Path | None = None
 
 
@@ -88,6 +89,7 @@ class PrometheusConnection:
     """
 
     url: str
+    _: KW_ONLY
     tls: TLSConfig | None = None
     bearer_token_file: Path | None = None
     basic_auth: BasicAuth | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ class Sample:
 
     labels: Mapping[str, str]
     timestamp_seconds: float
+    _: KW_ONLY
     value_text: str
 
     @property
@@ -94,11 +95,13 @@ def decode_instant(data: Any, *, endpoint: str) -> InstantResult:
             if not isinstance(item, dict):
                 raise PrometheusResponseError(f"malformed sample {item!r}", endpoint=endpoint)
             timestamp, text = _sample_point(item.get("value"), endpoint)
-            samples.append(Sample(_labels(item.get("metric", {}), endpoint), timestamp, text))
+            samples.append(
+                Sample(_labels(item.get("metric", {}), endpoint), timestamp, value_text=text)
+            )
         return InstantResult("vector", tuple(samples))
     if result_type == "scalar":
         timestamp, text = _sample_point(result, endpoint)
-        return InstantResult("scalar", (Sample({}, timestamp, text),))
+        return InstantResult("scalar", (Sample({}, timestamp, value_text=text),))
     raise PrometheusResponseError(
         f"unexpected value type {result_type!r} for an instant query", endpoint=endpoint
     )

@@ -23,7 +23,7 @@ Deliberate deviations (docs/adapter-values.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -87,13 +87,14 @@ class CustomMetricValue:
 
     described_object: ObjectReference
     metric: str
+    _: KW_ONLY
     value: Quantity
     timestamp: datetime
     window_seconds: int | None
     metric_selector: tuple[Requirement, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Plan:
     info: CustomMetricInfo  # normalized
     entry: SeriesInfo
@@ -106,6 +107,7 @@ class _Plan:
 class _Judged:
     value_milli: int | None
     timestamp: datetime | None
+    _: KW_ONLY
     cause: MissingCause | None
 
 
@@ -163,7 +165,9 @@ class CustomMetricsProvider:
             cause = result.cause or MissingCause.EMPTY_RESULT
             self._count_missing(cause)
             raise MetricNotFoundError(info.group_resource, info.metric, name=name, cause=cause)
-        return self._value(plan, name, namespace, result, requirements)
+        return self._value(
+            plan, name, namespace=namespace, judged=result, requirements=requirements
+        )
 
     async def get_metric_by_selector(
         self,
@@ -181,7 +185,7 @@ class CustomMetricsProvider:
         """
         label_requirements = parse_request_selector(selector, what="label selector")
         requirements = parse_request_selector(metric_selector, what="metric label selector")
-        names = await self._names_for_selector(info, namespace, label_requirements)
+        names = await self._names_for_selector(info, namespace, requirements=label_requirements)
         if not names:
             self._count_missing(MissingCause.NO_OBJECTS)
             raise MetricNotFoundError(
@@ -201,7 +205,11 @@ class CustomMetricsProvider:
             if result.value_milli is None or result.timestamp is None:
                 causes.append(result.cause or MissingCause.EMPTY_RESULT)
                 continue
-            values.append(self._value(plan, name, namespace, result, requirements))
+            values.append(
+                self._value(
+                    plan, name, namespace=namespace, judged=result, requirements=requirements
+                )
+            )
         for cause in causes:
             self._count_missing(cause)
         if not values:
@@ -215,6 +223,7 @@ class CustomMetricsProvider:
         self,
         info: CustomMetricInfo,
         namespace: str | None,
+        *,
         requirements: Sequence[Requirement],
     ) -> list[str]:
         index = self._indexes.index
@@ -278,7 +287,7 @@ class CustomMetricsProvider:
         window = policy.window_seconds
         if window is None:
             window = window_from_query(entry.namer.rule.metrics_query)
-        return _Plan(normalized, entry, query, probe, window)
+        return _Plan(info=normalized, entry=entry, query=query, probe=probe, window_seconds=window)
 
     async def _evaluate(
         self,
@@ -291,7 +300,7 @@ class CustomMetricsProvider:
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         result, probed = await run_with_probe(
-            self._querier, plan.query, plan.probe, timeout_seconds=timeout_seconds
+            self._querier, plan.query, probe=plan.probe, timeout_seconds=timeout_seconds
         )
         samples = vector_samples(result)
         label = plan.entry.namer.label_for_resource(plan.info.group_resource)
@@ -306,28 +315,29 @@ class CustomMetricsProvider:
             sample = by_name.get(name)
             if sample is None:
                 if empty_is_zero:
-                    judged[name] = _Judged(0, self._clock.now(), None)
+                    judged[name] = _Judged(0, self._clock.now(), cause=None)
                 else:
-                    judged[name] = _Judged(None, None, MissingCause.EMPTY_RESULT)
+                    judged[name] = _Judged(None, None, cause=MissingCause.EMPTY_RESULT)
                 continue
             milli = milli_from_text(sample.value_text)
             if milli is None:
-                judged[name] = _Judged(None, None, MissingCause.NOT_FINITE)
+                judged[name] = _Judged(None, None, cause=MissingCause.NOT_FINITE)
                 continue
             timestamp_seconds = sample.timestamp_seconds
             if freshness is not None and bound is not None:
                 fresh = freshness.get(name)
                 if fresh is None or fresh.age_seconds > bound:
-                    judged[name] = _Judged(None, None, MissingCause.STALE)
+                    judged[name] = _Judged(None, None, cause=MissingCause.STALE)
                     continue
                 timestamp_seconds = fresh.sample_time_seconds
-            judged[name] = _Judged(milli, timestamp_from_seconds(timestamp_seconds), None)
+            judged[name] = _Judged(milli, timestamp_from_seconds(timestamp_seconds), cause=None)
         return judged
 
     def _value(
         self,
         plan: _Plan,
         name: str,
+        *,
         namespace: str | None,
         judged: _Judged,
         requirements: tuple[Requirement, ...],
@@ -336,7 +346,9 @@ class CustomMetricsProvider:
         assert judged.timestamp is not None
         api_version, kind = self._kinds.kind_for(plan.info.group_resource)
         return CustomMetricValue(
-            described_object=ObjectReference(api_version, kind, name, namespace or ""),
+            described_object=ObjectReference(
+                api_version, kind, name=name, namespace=namespace or ""
+            ),
             metric=plan.info.metric,
             value=Quantity.from_milli(judged.value_milli),
             timestamp=judged.timestamp,

@@ -114,8 +114,8 @@ async def run_instant(
 async def run_with_probe(
     querier: PrometheusQuerier,
     query: str,
-    probe: str | None,
     *,
+    probe: str | None,
     timeout_seconds: float | None,
 ) -> tuple[InstantResult, InstantResult | None]:
     """The value query and (if any) its probe, concurrently; either failing cancels the other."""

@@ -22,7 +22,7 @@ Deliberate deviations (docs/adapter-values.md):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import NoReturn
 
@@ -59,6 +59,7 @@ class ExternalMetricValue:
 
     metric: str
     labels: Mapping[str, str]
+    _: KW_ONLY
     value: Quantity
     timestamp: datetime
     window_seconds: int | None
@@ -116,7 +117,7 @@ class ExternalMetricsProvider:
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         result, probed = await run_with_probe(
-            self._querier, query, probe, timeout_seconds=timeout_seconds
+            self._querier, query, probe=probe, timeout_seconds=timeout_seconds
         )
         policy = self.settings.policy(metric)
         window = policy.window_seconds
@@ -126,7 +127,11 @@ class ExternalMetricsProvider:
             if policy.empty_is_zero:
                 return [
                     ExternalMetricValue(
-                        metric, {}, Quantity.from_milli(0), self._clock.now(), window
+                        metric,
+                        {},
+                        value=Quantity.from_milli(0),
+                        timestamp=self._clock.now(),
+                        window_seconds=window,
                     )
                 ]
             self._missing(metric, MissingCause.EMPTY_RESULT)
@@ -147,9 +152,9 @@ class ExternalMetricsProvider:
                 ExternalMetricValue(
                     metric,
                     dict(sample.labels),
-                    Quantity.from_milli(milli),
-                    timestamp_from_seconds(timestamp),
-                    window,
+                    value=Quantity.from_milli(milli),
+                    timestamp=timestamp_from_seconds(timestamp),
+                    window_seconds=window,
                 )
             )
         if not values:

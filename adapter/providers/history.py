@@ -13,7 +13,7 @@ HPA would have read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 from adapter.prometheus.errors import PrometheusError, PrometheusTimeoutError
@@ -43,6 +43,7 @@ class HistoryPoint:
 class HistorySeries:
     labels: Mapping[str, str]
     points: tuple[HistoryPoint, ...]
+    _: KW_ONLY
     dropped: int = 0
 
 
@@ -55,7 +56,7 @@ def _history(series: RangeSeries) -> HistorySeries:
             dropped += 1
             continue
         points.append(HistoryPoint(timestamp_from_seconds(timestamp), milli))
-    return HistorySeries(dict(series.labels), tuple(points), dropped)
+    return HistorySeries(dict(series.labels), tuple(points), dropped=dropped)
 
 
 class HistoryProvider:

@@ -92,7 +92,7 @@ def external_api_resources(metrics: Sequence[str]) -> list[dict[str, object]]:
     ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricIndex:
     """One immutable relist result. ``discovery`` maps a group-version
     (``custom.metrics.k8s.io/v1beta2``, ...) to its ``APIResourceList`` JSON bytes."""

@@ -14,7 +14,7 @@ added from discovery by the server). An unknown kind raises ``MetricFetchError``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Protocol
 
 from adapter.providers.errors import MetricFetchError
@@ -28,6 +28,7 @@ class ObjectReference:
 
     api_version: str
     kind: str
+    _: KW_ONLY
     name: str
     namespace: str = ""
 
@@ -96,6 +97,7 @@ class CustomMetricRequest:
 
     info: CustomMetricInfo
     namespace: str | None
+    _: KW_ONLY
     name: str | None
 
 
@@ -111,9 +113,9 @@ def custom_metric_request(
     """
     if namespace and resource == "metrics":
         info = CustomMetricInfo(NAMESPACES, False, metric or name)
-        return CustomMetricRequest(info, None, namespace)
+        return CustomMetricRequest(info, None, name=namespace)
     info = CustomMetricInfo(parse_group_resource(resource), bool(namespace), metric)
-    return CustomMetricRequest(info, namespace or None, None if name == "*" else name)
+    return CustomMetricRequest(info, namespace or None, name=None if name == "*" else name)
 
 
 _EXPRESSION_OPERATORS = {

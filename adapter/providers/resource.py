@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 import structlog
@@ -41,6 +41,7 @@ log = structlog.get_logger(__name__)
 class ContainerUsage:
     name: str
     cpu: Quantity
+    _: KW_ONLY
     memory: Quantity
 
 
@@ -50,6 +51,7 @@ class PodUsage:
 
     namespace: str
     name: str
+    _: KW_ONLY
     timestamp: datetime
     window_milliseconds: int
     containers: tuple[ContainerUsage, ...]
@@ -61,6 +63,7 @@ class NodeUsage:
 
     name: str
     timestamp: datetime
+    _: KW_ONLY
     window_milliseconds: int
     cpu: Quantity
     memory: Quantity
@@ -70,6 +73,7 @@ class NodeUsage:
 class _Point:
     labels: Mapping[str, str]
     milli: int
+    _: KW_ONLY
     timestamp_seconds: float
 
 
@@ -111,7 +115,9 @@ class ResourceMetricsProvider:
         namespaces = list(by_namespace)
         answers = await asyncio.gather(
             *(
-                self._query_both(namespace, by_namespace[namespace], timeout_seconds)
+                self._query_both(
+                    namespace, by_namespace[namespace], timeout_seconds=timeout_seconds
+                )
                 for namespace in namespaces
             ),
             return_exceptions=True,
@@ -137,7 +143,7 @@ class ResourceMetricsProvider:
             found = results.get(namespace)
             if found is None:
                 continue
-            usage = self._assign_for_pod(namespace, name, found)
+            usage = self._assign_for_pod(namespace, name, found=found)
             if usage is not None:
                 out.append(usage)
         return out
@@ -149,7 +155,7 @@ class ResourceMetricsProvider:
         names = list(dict.fromkeys(nodes))
         if not names:
             return []
-        cpu, memory = await self._query_both(None, names, timeout_seconds)
+        cpu, memory = await self._query_both(None, names, timeout_seconds=timeout_seconds)
         out = []
         for name in names:
             cpu_points, memory_points = cpu.get(name), memory.get(name)
@@ -161,9 +167,9 @@ class ResourceMetricsProvider:
                 NodeUsage(
                     name,
                     timestamp_from_seconds(timestamp),
-                    self.queries.window_milliseconds,
-                    _cpu(first_cpu.milli),
-                    _memory(first_memory.milli),
+                    window_milliseconds=self.queries.window_milliseconds,
+                    cpu=_cpu(first_cpu.milli),
+                    memory=_memory(first_memory.milli),
                 )
             )
         return out
@@ -171,7 +177,7 @@ class ResourceMetricsProvider:
     # ------------------------------------------------------------------ internals
 
     def _assign_for_pod(
-        self, namespace: str, name: str, found: tuple[_Results, _Results]
+        self, namespace: str, name: str, *, found: tuple[_Results, _Results]
     ) -> PodUsage | None:
         cpu_points, memory_points = found[0].get(name), found[1].get(name)
         if not cpu_points or not memory_points:
@@ -189,26 +195,26 @@ class ResourceMetricsProvider:
             ContainerUsage(
                 container,
                 _cpu(cpu_by_container.get(container, 0)),
-                _memory(memory_by_container.get(container, 0)),
+                memory=_memory(memory_by_container.get(container, 0)),
             )
             for container in dict.fromkeys([*cpu_by_container, *memory_by_container])
         )
         return PodUsage(
             namespace,
             name,
-            timestamp_from_seconds(earliest),
-            self.queries.window_milliseconds,
-            containers,
+            timestamp=timestamp_from_seconds(earliest),
+            window_milliseconds=self.queries.window_milliseconds,
+            containers=containers,
         )
 
     async def _query_both(
-        self, namespace: str | None, names: Sequence[str], timeout_seconds: float | None
+        self, namespace: str | None, names: Sequence[str], *, timeout_seconds: float | None
     ) -> tuple[_Results, _Results]:
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         cpu, memory = await asyncio.gather(
-            self._run(self.queries.cpu, namespace, names, timeout_seconds),
-            self._run(self.queries.memory, namespace, names, timeout_seconds),
+            self._run(self.queries.cpu, namespace, names=names, timeout_seconds=timeout_seconds),
+            self._run(self.queries.memory, namespace, names=names, timeout_seconds=timeout_seconds),
         )
         return cpu, memory
 
@@ -216,6 +222,7 @@ class ResourceMetricsProvider:
         self,
         query_info: ResourceQuery,
         namespace: str | None,
+        *,
         names: Sequence[str],
         timeout_seconds: float | None,
     ) -> _Results:
@@ -242,4 +249,4 @@ def _point(sample: Sample) -> _Point | None:
     milli = milli_from_text(sample.value_text)
     if milli is None:
         return None
-    return _Point(sample.labels, max(0, milli), sample.timestamp_seconds)
+    return _Point(sample.labels, max(0, milli), timestamp_seconds=sample.timestamp_seconds)

@@ -51,7 +51,7 @@ class MetricPolicy:
     window_seconds: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ValueSettings:
     """max_sample_age_seconds: values whose newest raw sample is older count as missing; None
     turns the check (and its extra probe query) off. Default 60 s, which is 2 x a 30 s scrape

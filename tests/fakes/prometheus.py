@@ -14,7 +14,7 @@ import asyncio
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -28,6 +28,7 @@ Labels = Mapping[str, str]
 class RecordedRequest:
     method: str
     path: str
+    _: KW_ONLY
     params: tuple[tuple[str, str], ...]
     headers: Mapping[str, str]
     client_common_name: str | None
@@ -48,6 +49,7 @@ class FakeSample:
 
     labels: Labels
     value: str
+    _: KW_ONLY
     timestamp_seconds: float | None = None
 
 
@@ -55,6 +57,7 @@ class FakeSample:
 class ScriptedAnswer:
     status: int
     body: bytes
+    _: KW_ONLY
     times: int
     content_type: str = "application/json"
 
@@ -145,9 +148,9 @@ class FakePrometheus:
         """Answer the next ``times`` requests to ``path`` with ``status`` and a JSON ``body``
         (or a plain ``text`` body)."""
         if text is not None:
-            answer = ScriptedAnswer(status, text.encode(), times, "text/plain")
+            answer = ScriptedAnswer(status, text.encode(), times=times, content_type="text/plain")
         else:
-            answer = ScriptedAnswer(status, orjson.dumps(body), times)
+            answer = ScriptedAnswer(status, orjson.dumps(body), times=times)
         self._scripted.setdefault(path, []).append(answer)
 
     def fail_api(self, path: str, *, status: int, error_type: str, error: str) -> None:
@@ -190,9 +193,9 @@ class FakePrometheus:
             RecordedRequest(
                 request.method,
                 request.path,
-                tuple(params),
-                dict(request.headers),
-                _common_name(peer),
+                params=tuple(params),
+                headers=dict(request.headers),
+                client_common_name=_common_name(peer),
             )
         )
         await self._notify()
@@ -201,7 +204,7 @@ class FakePrometheus:
         try:
             if self.gate is not None:
                 await self.gate.wait()
-            response = self._answer(request.path, dict(params), params)
+            response = self._answer(request.path, dict(params), params=params)
             self.answered += 1
             return response
         except asyncio.CancelledError:
@@ -212,7 +215,7 @@ class FakePrometheus:
             self.in_flight -= 1
 
     def _answer(
-        self, path: str, query: Mapping[str, str], params: Sequence[tuple[str, str]]
+        self, path: str, query: Mapping[str, str], *, params: Sequence[tuple[str, str]]
     ) -> web.Response:
         scripted = self._scripted.get(path.removeprefix("/prefix"))
         if scripted:

@@ -43,7 +43,7 @@ def connect(fake: FakePrometheus, **options: object) -> PrometheusClient:
     return PrometheusClient(PrometheusConnection(fake.url, **options), registry=registry)  # type: ignore[arg-type]
 
 
-def sample_value(registry: CollectorRegistry, name: str, labels: dict[str, str]) -> float:
+def sample_value(registry: CollectorRegistry, name: str, *, labels: dict[str, str]) -> float:
     value = registry.get_sample_value(name, labels)
     return 0.0 if value is None else value
 
@@ -55,8 +55,8 @@ async def test_instant_query_returns_the_vector_with_exact_values(
     prometheus: FakePrometheus,
 ) -> None:
     prometheus.vectors["up"] = [
-        FakeSample({"pod": "a"}, "0.1", 1700000000.5),
-        FakeSample({"pod": "b"}, "NaN", 1700000000.5),
+        FakeSample({"pod": "a"}, "0.1", timestamp_seconds=1700000000.5),
+        FakeSample({"pod": "b"}, "NaN", timestamp_seconds=1700000000.5),
     ]
     async with connect(prometheus) as client:
         result = await client.query("up")
@@ -208,7 +208,7 @@ async def test_concurrent_identical_queries_share_one_request(prometheus: FakePr
         sample_value(
             registry,
             "prometheus_adapter_prometheus_client_coalesced_total",
-            {"path": "/api/v1/query"},
+            labels={"path": "/api/v1/query"},
         )
         == 9
     )
@@ -286,7 +286,7 @@ async def test_deadline_raises_a_typed_timeout_and_cancels_the_request(
         sample_value(
             registry,
             "prometheus_adapter_prometheus_client_errors_total",
-            {"path": "/api/v1/query", "error": "timeout"},
+            labels={"path": "/api/v1/query", "error": "timeout"},
         )
         == 1
     )
@@ -364,6 +364,6 @@ async def test_request_latency_is_observed(prometheus: FakePrometheus) -> None:
         count = sample_value(
             registry,
             "prometheus_adapter_prometheus_client_request_duration_seconds_count",
-            {"path": path},
+            labels={"path": path},
         )
         assert count == 1

@@ -67,19 +67,25 @@ class Tables:
     def respond(self, query: str) -> list[FakeSample]:
         if query.startswith("max by"):
             return [
-                FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), EVAL_SECONDS)
+                FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), timestamp_seconds=EVAL_SECONDS)
                 for pod, age in self.ages.items()
             ]
         if query.startswith("max(timestamp"):
             if self.external_age is None:
                 return []
-            return [FakeSample({}, repr(EVAL_SECONDS - self.external_age), EVAL_SECONDS)]
+            return [
+                FakeSample(
+                    {},
+                    repr(EVAL_SECONDS - self.external_age),
+                    timestamp_seconds=EVAL_SECONDS,
+                )
+            ]
         if "queue_messages_ready" in query:
             return [FakeSample({"queue": queue}, value) for queue, value in self.external.items()]
         return [FakeSample({"pod": pod}, value) for pod, value in self.values.items()]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Setup:
     prometheus: FakePrometheus
     providers: MetricProviders
@@ -113,4 +119,11 @@ async def scenario(settings: ValueSettings | None = None) -> AsyncIterator[Setup
             relist_interval_seconds=60.0,
         )
         await providers.relister.relist()
-        yield Setup(fake, providers, tables, pods, clock, registry)
+        yield Setup(
+            prometheus=fake,
+            providers=providers,
+            tables=tables,
+            pods=pods,
+            clock=clock,
+            registry=registry,
+        )

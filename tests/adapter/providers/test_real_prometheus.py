@@ -111,7 +111,7 @@ class Fed:
     start_seconds: int  # the "now" the series were written around
 
 
-def _gauge(name: str, labels: str, value_at: object, *, until: int, start: int) -> list[str]:
+def _gauge(name: str, labels: str, *, value_at: object, until: int, start: int) -> list[str]:
     lines = []
     for t in range(start - HISTORY_SECONDS, until + 1, STEP_SECONDS):
         value = value_at(t - start + HISTORY_SECONDS) if callable(value_at) else value_at
@@ -126,7 +126,7 @@ def openmetrics(start: int) -> str:
     def family(name: str, *series: tuple[str, object, int]) -> None:
         out.append(f"# TYPE {name} gauge")
         for labels, value, until in series:
-            out.extend(_gauge(name, labels, value, until=until, start=start))
+            out.extend(_gauge(name, labels, value_at=value, until=until, start=start))
 
     family(
         "http_requests_total",

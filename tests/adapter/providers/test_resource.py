@@ -47,12 +47,12 @@ def respond(query: str) -> list[FakeSample]:
     for namespace, rows in table.items():
         if f'namespace="{namespace}"' in query:
             return [
-                FakeSample({"pod": pod, "container": container}, value, timestamp)
+                FakeSample({"pod": pod, "container": container}, value, timestamp_seconds=timestamp)
                 for pod, container, value, timestamp in rows
             ]
     if "node" in query:
         value = "2.5" if "cpu" in query else "4294967296"
-        return [FakeSample({"node": "n1"}, value, 100.0)]
+        return [FakeSample({"node": "n1"}, value, timestamp_seconds=100.0)]
     return []
 
 
