@@ -8,6 +8,7 @@ by the resource label, NotFound texts); the rest pins our documented deviations
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -202,3 +203,29 @@ async def test_missing_values_are_counted_by_cause() -> None:
             "prometheus_adapter_missing_values_total", {"api": "custom", "cause": "empty_result"}
         )
     assert count == 1
+
+
+async def test_concurrent_identical_requests_share_queries_and_cancel_together() -> None:
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1.0}
+        before = len(setup.prometheus.requests)
+        gate = setup.prometheus.hold()
+        custom = setup.providers.custom
+        tasks = [
+            asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
+            for _ in range(5)
+        ]
+        await setup.prometheus.wait_for_requests(before + 2)
+        gate.set()
+        values = await asyncio.gather(*tasks)
+        assert {str(value.value) for value in values} == {"1"}
+        assert len(setup.prometheus.requests) == before + 2  # one value query, one probe
+
+        setup.prometheus.hold()
+        task = asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
+        await setup.prometheus.wait_for_requests(before + 4)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await setup.prometheus.wait_for_cancelled(2)
