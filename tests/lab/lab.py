@@ -72,7 +72,7 @@ class Lab:
         self.start_seconds: float | None = None
         self._exporter: ExporterProcess | None = None
         self._prometheus: PrometheusServer | None = None
-        self._previous_sigterm: Any = None
+        self._previous_handlers: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Self:
@@ -93,7 +93,7 @@ class Lab:
 
     def start(self) -> None:
         started = time.monotonic()
-        self._install_sigterm_handler()
+        self._install_signal_handlers()
         bin_dir = build()
         self.netns = acquire_netns(cache_root() / "lab-slots")
         self._pki = create_pki(
@@ -124,30 +124,56 @@ class Lab:
         log.info("lab_started", seconds=self.start_seconds, kubeconfig=str(self.kubeconfig))
 
     def stop(self) -> None:
-        if self._exporter is not None:
-            self._exporter.stop()
-            self._exporter = None
-        if self._prometheus is not None:
-            self._prometheus.stop()
-            self._prometheus = None
-        self.group.stop()
-        if self.netns is not None:
-            self.netns.close()
-            self.netns = None
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
+        """Tear everything down. Every step runs even if an earlier one fails or a second
+        Ctrl-C arrives (e.g. a closed pipe on stdout), so no namespace or process is left."""
+        failures: list[BaseException] = []
+        for step in (
+            self._stop_observability,
+            self.group.stop,
+            self._release_netns,
+            self._restore_signal_handlers,
+            self._remove_work_dir,
+        ):
+            try:
+                step()
+            except BaseException as error:  # noqa: BLE001 - re-raised below, after the rest
+                failures.append(error)
+        if failures:
+            raise failures[0]
+
+    def _stop_observability(self) -> None:
+        exporter, self._exporter = self._exporter, None
+        prometheus, self._prometheus = self._prometheus, None
+        try:
+            if exporter is not None:
+                exporter.stop()
+        finally:
+            if prometheus is not None:
+                prometheus.stop()
+
+    def _release_netns(self) -> None:
+        netns, self.netns = self.netns, None
+        if netns is not None:
+            netns.close()
+
+    def _remove_work_dir(self) -> None:
         if not self.config.keep_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
-    def _install_sigterm_handler(self) -> None:
-        """SIGTERM unwinds like Ctrl-C, so `__exit__` tears the lab down."""
+    def _restore_signal_handlers(self) -> None:
+        previous, self._previous_handlers = self._previous_handlers, {}
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _install_signal_handlers(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C, so `__exit__` runs."""
 
         def interrupt(_signum: int, _frame: FrameType | None) -> None:
             raise KeyboardInterrupt
 
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-            self._previous_sigterm = signal.signal(signal.SIGTERM, interrupt)
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                self._previous_handlers[signum] = signal.signal(signum, interrupt)
 
     def _start_observability(self) -> None:
         """Exporter, then Prometheus scraping it (needs only the kubeconfig file, not the API)."""
