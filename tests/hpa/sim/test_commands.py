@@ -1,0 +1,181 @@
+"""``hpa simulate`` and ``hpa demo`` end to end, through the real command line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from hpa.cli import main
+from hpa.sim.scenarios import SCENARIOS, hpa_manifest
+
+FAST_UP = "scaleUp:\n  policies:\n  - {type: Percent, value: 900, periodSeconds: 60}"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture
+def manifests(tmp_path: Path) -> list[Path]:
+    fast = tmp_path / "fast.yaml"
+    fast.write_text(hpa_manifest("fast", behavior=FAST_UP, max_replicas=1000))
+    default = tmp_path / "default.yaml"
+    default.write_text(hpa_manifest("default", max_replicas=1000))
+    return [fast, default]
+
+
+def test_simulate_two_hpas_side_by_side_writes_timelines_summary_and_plot(
+    manifests: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+
+    code = main(
+        [
+            "simulate",
+            *map(str, manifests),
+            "--trace",
+            "step:base=10,peak=25000,at=1m,duration=6m",
+            "--output",
+            str(out),
+        ]
+    )
+
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "pod-hours (cost)" in printed
+    assert "cpu per request/s" in printed  # every model parameter is stated
+    assert "sync period" in printed
+    header = printed.splitlines()
+    table_header = next(line for line in header if line.strip().startswith("fast"))
+    assert "default" in table_header
+    with (out / "fast.timeline.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["event"] for r in rows if r["event"]] == [
+        "scale 1 -> 10",
+        "scale 10 -> 100",
+        "scale 100 -> 1000",
+    ]
+    assert rows[0]["target_percent"] == "50.0"
+    assert (out / "default.timeline.csv").exists()
+    summary = (out / "summary.md").read_text()
+    assert "direction reversals" in summary
+    assert "longest reaction to a step" in summary
+    assert png_size(out / "plot.png") == (1100, 750)
+
+
+def test_simulate_a_csv_trace_to_json(
+    manifests: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "load.csv"
+    trace.write_text("timestamp,load\n0,25\n60,100\n600,100\n")
+    out = tmp_path / "json"
+
+    code = main(
+        [
+            "simulate",
+            str(manifests[1]),
+            "--trace",
+            str(trace),
+            "--format",
+            "json",
+            "--no-plot",
+            "--output",
+            str(out),
+            "--capacity",
+            "100",
+            "--horizontal-pod-autoscaler-sync-period",
+            "30s",
+        ]
+    )
+
+    assert code == 0
+    document = json.loads((out / "default.timeline.json").read_text())
+    assert document["parameters"]["capacity at 100% of request"] == "100 req/s per pod"
+    assert document["parameters"]["sync period"] == "30s"
+    assert document["trace"].startswith("CSV ")
+    assert document["summary"]["scale_events"] >= 1
+    assert {row["t_seconds"] for row in document["rows"]} >= {0, 30, 60}
+    assert not (out / "plot.png").exists()
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_simulate_reports_a_bad_manifest_with_its_field_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(hpa_manifest("web").replace("maxReplicas: 100", "maxReplicas: 0"))
+
+    code = main(["simulate", str(bad), "--trace", "step", "--output", str(tmp_path / "o")])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hpa simulate: error: ")
+    assert "bad.yaml: HorizontalPodAutoscaler is invalid: spec.maxReplicas" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--trace", "wobble"], "unknown trace shape 'wobble'"),
+        ([], "give a load trace"),
+        (["--from-prometheus", "http://127.0.0.1:9"], "--from-prometheus needs --query"),
+        (["--trace", "step", "--capacity", "5", "--cpu-per-request", "1m"], "not both"),
+    ],
+)
+def test_simulate_reports_bad_inputs(
+    manifests: list[Path], args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", str(manifests[0]), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_simulate_progress_bar_goes_to_stderr_when_asked(
+    manifests: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "simulate",
+            str(manifests[1]),
+            "--trace",
+            "diurnal:duration=2h",
+            "--progress",
+            "--no-plot",
+            "--output",
+            str(tmp_path / "p"),
+        ]
+    )
+
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "100.0% of virtual time" in captured.err
+    assert "simulating [" not in captured.out
+
+
+@pytest.mark.slow
+def test_demo_writes_a_plot_per_scenario_and_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo-out"
+
+    assert main(["demo", "--quick", "--output", str(out)]) == 0
+
+    plots = sorted(out.glob("*.png"))
+    assert [p.stem for p in plots] == [
+        f"{n:02d}-{s.slug}" for n, s in enumerate(SCENARIOS, start=1)
+    ]
+    assert all(png_size(p) == (1100, 750) for p in plots)
+    summary = (out / "summary.md").read_text()
+    assert summary.count("![") == len(SCENARIOS)
+    printed = capsys.readouterr().out
+    assert "1 (20%)" in printed
+    assert "10 (" in printed
+    assert "1000 (" in printed
+    assert "make lab" in printed
+    assert "charts/hpa" in printed
