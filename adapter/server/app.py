@@ -40,6 +40,8 @@ from adapter.server.telemetry import ServerMetrics
 
 log = structlog.get_logger(__name__)
 
+USER = web.RequestKey("user", UserInfo)
+
 Explain = Callable[[str, Mapping[str, str]], Awaitable[dict[str, Any]]]
 
 
@@ -123,14 +125,14 @@ def build_app(server: Server) -> web.Application:
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
         server.server_metrics.observe(api, response.status, seconds)
-        user = request.get("user")
+        user = request.get(USER)
         log.debug(
             "request",
             method=request.method,
             path=request.path,
             code=response.status,
             api=api,
-            user=user.name if isinstance(user, UserInfo) else None,
+            user=user.name if user is not None else None,
             seconds=round(seconds, 6),
         )
         return response
@@ -145,7 +147,7 @@ def build_app(server: Server) -> web.Application:
         user = await server.authenticator.authenticate(credentials)
         if user is None:
             raise status.unauthorized()
-        request["user"] = user
+        request[USER] = user
         attributes = request_attributes(request.method, request.path, request.query)
         try:
             decision = await server.authorizer.authorize(user, attributes)

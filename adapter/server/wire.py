@@ -27,9 +27,9 @@ from adapter.providers import (
     ExternalMetricValue,
     NodeUsage,
     PodUsage,
+    label_selector_json,
 )
 from adapter.rules import Requirement
-from adapter.rules.selector import Operator
 
 CUSTOM_GROUP = "custom.metrics.k8s.io"
 EXTERNAL_GROUP = "external.metrics.k8s.io"
@@ -68,36 +68,15 @@ def format_go_duration(milliseconds: int) -> str:
 
 
 def label_selector(requirements: Sequence[Requirement] | None) -> JsonObject | None:
-    """``metav1.ParseToLabelSelector(selector.String())``; None when there is no selector or
-    it cannot be expressed (``gt``/``lt``), as prometheus-adapter then leaves it nil."""
+    """``metav1.ParseToLabelSelector(selector.String())`` (the providers' ``label_selector_json``);
+    None when there is no selector or it has no label-selector form, as prometheus-adapter then
+    leaves it nil."""
     if not requirements:
         return None
-    match_labels: dict[str, str] = {}
-    expressions: list[JsonObject] = []
-    for requirement in requirements:
-        op = requirement.operator
-        if op in (Operator.EQUALS, Operator.DOUBLE_EQUALS):
-            match_labels[requirement.key] = requirement.values[0]
-        elif op == Operator.IN:
-            expressions.append(
-                {"key": requirement.key, "operator": "In", "values": list(requirement.values)}
-            )
-        elif op in (Operator.NOT_IN, Operator.NOT_EQUALS):
-            expressions.append(
-                {"key": requirement.key, "operator": "NotIn", "values": list(requirement.values)}
-            )
-        elif op == Operator.EXISTS:
-            expressions.append({"key": requirement.key, "operator": "Exists"})
-        elif op == Operator.DOES_NOT_EXIST:
-            expressions.append({"key": requirement.key, "operator": "DoesNotExist"})
-        else:
-            return None
-    selector: JsonObject = {}
-    if match_labels:
-        selector["matchLabels"] = match_labels
-    if expressions:
-        selector["matchExpressions"] = expressions
-    return selector
+    try:
+        return label_selector_json(requirements)
+    except ValueError:
+        return None
 
 
 def _described_object(value: CustomMetricValue) -> JsonObject:
