@@ -4,6 +4,7 @@ and the aggregation path with front-proxy authentication."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import ssl
 import subprocess
@@ -55,6 +56,10 @@ def pods(lab: Lab, namespace: str, app: str) -> list[dict[str, Any]]:
     return items
 
 
+def timestamp(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def is_running_and_ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status", {})
     ready = [c for c in status.get("conditions", []) if c["type"] == "Ready"]
@@ -95,10 +100,16 @@ async def test_deployment_scales_up_and_down(lab: Lab) -> None:
         what="3 Running+Ready pods of web",
         timeout_seconds=SCALE_TIMEOUT_SECONDS,
     )
-    first = pods(lab, namespace, "web")
-    for pod in first:
+    delays = lab.config.control_plane
+    for pod in pods(lab, namespace, "web"):
+        # The HPA's CPU-initialization and readiness rules read these timestamps; kwok's stages
+        # must space them by the configured delays (RFC 3339, whole seconds: allow 1 s).
+        started = timestamp(pod["status"]["startTime"])
+        running = timestamp(pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
         ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
-        assert ready["lastTransitionTime"] >= pod["status"]["startTime"]
+        ready_at = timestamp(ready["lastTransitionTime"])
+        assert running - started >= delays.startup_delay_seconds - 1
+        assert ready_at - running >= delays.readiness_delay_seconds - 1
         assert pod["status"]["podIP"].startswith("198.19.")
 
     lab.kubectl("scale", "deployment/web", "-n", namespace, "--replicas=6")
