@@ -281,7 +281,7 @@ def _conditions_equal(
     )
 
 
-def _value_close(old: int | None, new: int | None, tolerance: Decimal) -> bool:
+def _value_close(old: int | None, new: int | None, *, tolerance: Decimal) -> bool:
     if old is None or new is None:
         return old is None and new is None
     if tolerance == 0:
@@ -289,15 +289,15 @@ def _value_close(old: int | None, new: int | None, tolerance: Decimal) -> bool:
     return abs(Decimal(new) - Decimal(old)) <= tolerance * abs(Decimal(old))
 
 
-def _values_close(old: MetricValueStatus, new: MetricValueStatus, tolerance: Decimal) -> bool:
+def _values_close(old: MetricValueStatus, new: MetricValueStatus, *, tolerance: Decimal) -> bool:
     return (
-        _value_close(old.value_milli, new.value_milli, tolerance)
-        and _value_close(old.average_value_milli, new.average_value_milli, tolerance)
-        and _value_close(old.average_utilization, new.average_utilization, tolerance)
+        _value_close(old.value_milli, new.value_milli, tolerance=tolerance)
+        and _value_close(old.average_value_milli, new.average_value_milli, tolerance=tolerance)
+        and _value_close(old.average_utilization, new.average_utilization, tolerance=tolerance)
     )
 
 
-def _metric_close(old: MetricStatus, new: MetricStatus, tolerance: Decimal) -> bool:
+def _metric_close(old: MetricStatus, new: MetricStatus, *, tolerance: Decimal) -> bool:
     same_shape = (old.type, old.name, old.container, old.metric, old.described_object) == (
         new.type,
         new.name,
@@ -305,7 +305,7 @@ def _metric_close(old: MetricStatus, new: MetricStatus, tolerance: Decimal) -> b
         new.metric,
         new.described_object,
     )
-    return same_shape and _values_close(old.current, new.current, tolerance)
+    return same_shape and _values_close(old.current, new.current, tolerance=tolerance)
 
 
 def status_needs_write(
@@ -336,14 +336,15 @@ def status_needs_write(
         return True
     tolerance = Decimal(str(value_tolerance))
     return not all(
-        _metric_close(a, b, tolerance) for a, b in zip(old_metrics, new_metrics, strict=True)
+        _metric_close(a, b, tolerance=tolerance)
+        for a, b in zip(old_metrics, new_metrics, strict=True)
     )
 
 
 # ------------------------------------------------------------------------------ the controller
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReconcileReport:
     """What one reconcile did: for logs, the debug endpoint, tests and the simulator."""
 
@@ -520,13 +521,13 @@ class HorizontalController:
         except asyncio.CancelledError:
             raise  # shutdown or lost lease: not a reconciliation outcome
         except Exception:
-            self._observe_reconciliation("none", "internal", started)
+            self._observe_reconciliation("none", "internal", started=started)
             raise
-        self._observe_reconciliation(report.action, report.error_label, started)
+        self._observe_reconciliation(report.action, report.error_label, started=started)
         self._reports[key] = report
         return report
 
-    def _observe_reconciliation(self, action: Action, error: ErrorLabel, started: float) -> None:
+    def _observe_reconciliation(self, action: Action, error: ErrorLabel, *, started: float) -> None:
         elapsed = max(0.0, self._clock.monotonic() - started)
         self.metrics.reconciliations.labels(action=action, error=error).inc()
         self.metrics.reconciliation_duration.labels(action=action, error=error).observe(elapsed)
@@ -544,6 +545,7 @@ class HorizontalController:
         self,
         spec: HorizontalPodAutoscalerSpec,
         scale: ScaleSnapshot,
+        *,
         previous: HorizontalPodAutoscalerStatus,
     ) -> bool:
         """Whether ``decide`` will evaluate the metrics (mirrors ``reconcileAutoscaler``)."""
@@ -561,7 +563,7 @@ class HorizontalController:
         return min_replicas <= current <= spec.max_replicas
 
     def _check_selector(
-        self, hpa: HorizontalPodAutoscalerObject, key: str, text: str
+        self, hpa: HorizontalPodAutoscalerObject, key: str, *, text: str
     ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod]]:
         """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps."""
         if text == "":
@@ -640,7 +642,7 @@ class HorizontalController:
         return None  # unknown source type: the decision reports InvalidMetricSourceType
 
     async def _update_scale(
-        self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, replicas: int
+        self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, *, replicas: int
     ) -> ScaleSnapshot | ScaleConflict | str:
         """The written Scale, a conflict, or the failure's text."""
         try:
@@ -670,8 +672,10 @@ class HorizontalController:
         pods: Sequence[ListedPod] = ()
         observations: list[MetricObservation | None] = []
         durations: list[float] = []
-        if isinstance(scale, ScaleSnapshot) and self._metrics_needed(spec, scale, hpa.status):
-            selector_check, selector, pods = self._check_selector(hpa, key, scale.selector)
+        if isinstance(scale, ScaleSnapshot) and self._metrics_needed(
+            spec, scale, previous=hpa.status
+        ):
+            selector_check, selector, pods = self._check_selector(hpa, key, text=scale.selector)
             if selector is not None and len(selector_check.selecting_hpas) <= 1:
                 selector_text = selector.to_string()
                 fetched = await asyncio.gather(
@@ -706,7 +710,7 @@ class HorizontalController:
         scaled = False
         conflict_retried = False
         if decision.rescale and not dry_run and isinstance(scale, ScaleSnapshot):
-            written = await self._update_scale(hpa, scale, decision.desired_replicas)
+            written = await self._update_scale(hpa, scale, replicas=decision.desired_replicas)
             if isinstance(written, ScaleConflict):
                 # nothing was written: re-decide once from the fresh Scale, write at most once
                 conflict_retried = True
@@ -718,7 +722,7 @@ class HorizontalController:
                 decision = decide_from(written.current)
                 if decision.rescale:
                     written = await self._update_scale(
-                        hpa, written.current, decision.desired_replicas
+                        hpa, written.current, replicas=decision.desired_replicas
                     )
             if not decision.rescale:
                 pass  # the fresh Scale already matches the re-decided replicas
@@ -781,7 +785,7 @@ class HorizontalController:
         error_label: ErrorLabel = "none"
         if error is not None:
             error_label = "spec" if _is_spec_error(hpa) else "internal"
-        self._observe_metric_computations(first_decision, spec.metrics, durations)
+        self._observe_metric_computations(first_decision, spec.metrics, durations=durations)
 
         report = ReconcileReport(
             key=key,
@@ -854,7 +858,7 @@ class HorizontalController:
         return None
 
     def _observe_metric_computations(
-        self, decision: Decision, metrics: Sequence[MetricSpec], durations: Sequence[float]
+        self, decision: Decision, metrics: Sequence[MetricSpec], *, durations: Sequence[float]
     ) -> None:
         if not durations:
             return

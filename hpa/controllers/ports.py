@@ -27,7 +27,7 @@ Deliberate deviations from upstream's interfaces:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
@@ -77,6 +77,7 @@ class HorizontalPodAutoscalerObject:
 
     namespace: str
     name: str
+    _: KW_ONLY
     spec: HorizontalPodAutoscalerSpec
     status: HorizontalPodAutoscalerStatus = field(default_factory=HorizontalPodAutoscalerStatus)
     uid: str = ""
@@ -109,6 +110,7 @@ class ScaleSnapshot:
 
     spec_replicas: int
     status_replicas: int
+    _: KW_ONLY
     selector: str
     resource_version: str = ""
     handle: object = field(default=None, compare=False, repr=False)

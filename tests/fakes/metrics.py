@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ class MetricsCall:
 
     method: str
     key: MetricKey
+    _: KW_ONLY
     selector: str = ""
     metric_selector: str = ""
 
@@ -56,8 +57,8 @@ class FakeMetricsClient:
         self,
         namespace: str,
         resource_or_metric: str,
-        values_milli: Mapping[str, int],
         *,
+        values_milli: Mapping[str, int],
         container: str = "",
         timestamp: datetime | None = None,
         window_seconds: float = 30.0,
@@ -83,12 +84,12 @@ class FakeMetricsClient:
         self,
         namespace: str,
         metric: str,
+        *,
         described_object: CrossVersionObjectReference,
         value_milli: int,
-        *,
         timestamp: datetime | None = None,
     ) -> None:
-        self.answers[self._object_key(namespace, metric, described_object)] = (
+        self.answers[self._object_key(namespace, metric, described=described_object)] = (
             ObjectMetricObservation(value_milli, timestamp)
         )
 
@@ -96,8 +97,8 @@ class FakeMetricsClient:
         self,
         namespace: str,
         metric: str,
-        values_milli: tuple[int, ...],
         *,
+        values_milli: tuple[int, ...],
         timestamp: datetime | None = None,
     ) -> None:
         self.answers[("external", namespace, metric)] = ExternalMetricObservation(
@@ -118,14 +119,14 @@ class FakeMetricsClient:
 
     @staticmethod
     def _object_key(
-        namespace: str, metric: str, described: CrossVersionObjectReference
+        namespace: str, metric: str, *, described: CrossVersionObjectReference
     ) -> MetricKey:
         return ("object", namespace, metric, described.kind, described.name)
 
     def object_key(
-        self, namespace: str, metric: str, described: CrossVersionObjectReference
+        self, namespace: str, metric: str, *, described: CrossVersionObjectReference
     ) -> MetricKey:
-        return self._object_key(namespace, metric, described)
+        return self._object_key(namespace, metric, described=described)
 
     @staticmethod
     def external_key(namespace: str, metric: str) -> MetricKey:
@@ -175,7 +176,7 @@ class FakeMetricsClient:
         described_object: CrossVersionObjectReference,
         metric_selector: str,
     ) -> ObjectMetricObservation | MetricFetchError:
-        key = self._object_key(namespace, metric_name, described_object)
+        key = self._object_key(namespace, metric_name, described=described_object)
         self.calls.append(MetricsCall("get_object_metric", key, metric_selector=metric_selector))
         answer = await self._answer(
             key,

@@ -19,7 +19,7 @@ class FakePodLister:
         self.raising: dict[str, Exception] = {}
         self.calls: list[tuple[str, str]] = []
 
-    def add(self, namespace: str, info: PodInfo, labels: Mapping[str, str]) -> None:
+    def add(self, namespace: str, info: PodInfo, *, labels: Mapping[str, str]) -> None:
         self.pods.setdefault(namespace, []).append(ListedPod(info=info, labels=dict(labels)))
 
     def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:

@@ -31,7 +31,7 @@ CONFLICT_MESSAGE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScaleWrite:
     """One ``update_scale`` call: what was sent and whether it went through."""
 
@@ -110,21 +110,42 @@ class FakeScaleClient:
     ) -> ScaleUpdateResult:
         key = self.key(namespace, target)
         if key in self.update_errors:
-            self.writes.append(ScaleWrite(key, replicas, scale.resource_version, accepted=False))
+            self.writes.append(
+                ScaleWrite(
+                    target=key,
+                    replicas=replicas,
+                    resource_version=scale.resource_version,
+                    accepted=False,
+                )
+            )
             raise self.update_errors[key]
         current = self.scales[key]
         if current.resource_version != scale.resource_version:
-            self.writes.append(ScaleWrite(key, replicas, scale.resource_version, accepted=False))
+            self.writes.append(
+                ScaleWrite(
+                    target=key,
+                    replicas=replicas,
+                    resource_version=scale.resource_version,
+                    accepted=False,
+                )
+            )
             fresh = current
             pending = self.concurrent_writes.get(key)
             if pending:  # the other writer strikes again between our re-read and re-write
                 self._bump(key, pending.pop(0))
             return ScaleConflict(current=fresh, message=CONFLICT_MESSAGE)
-        self.writes.append(ScaleWrite(key, replicas, scale.resource_version, accepted=True))
+        self.writes.append(
+            ScaleWrite(
+                target=key,
+                replicas=replicas,
+                resource_version=scale.resource_version,
+                accepted=True,
+            )
+        )
         return ScaleUpdated(self._bump(key, replicas))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatusWrite:
     key: str
     status: HorizontalPodAutoscalerStatus
@@ -163,7 +184,14 @@ class FakeHorizontalPodAutoscalers:
         observed_generation: int | None = None,
     ) -> StatusWriteOutcome:
         if hpa.key in self.status_errors:
-            self.status_writes.append(StatusWrite(hpa.key, status, observed_generation, None))
+            self.status_writes.append(
+                StatusWrite(
+                    key=hpa.key,
+                    status=status,
+                    observed_generation=observed_generation,
+                    outcome=None,
+                )
+            )
             raise self.status_errors[hpa.key]
         stored = self.objects.get(hpa.key)
         if stored is None or stored.resource_version != hpa.resource_version:
@@ -176,5 +204,12 @@ class FakeHorizontalPodAutoscalers:
                 resource_version=str(next(self._versions)),
             )
             outcome = StatusWriteOutcome.WRITTEN
-        self.status_writes.append(StatusWrite(hpa.key, status, observed_generation, outcome))
+        self.status_writes.append(
+            StatusWrite(
+                key=hpa.key,
+                status=status,
+                observed_generation=observed_generation,
+                outcome=outcome,
+            )
+        )
         return outcome

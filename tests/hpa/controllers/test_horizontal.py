@@ -165,12 +165,12 @@ class Harness:
         )
         names = [f"{workload}-{i}" for i in range(replicas)]
         for pod_name in names:
-            self.pods.add(hpa.namespace, running_pod(pod_name), labels)
+            self.pods.add(hpa.namespace, running_pod(pod_name), labels=labels)
         if cpu_milli is not None:
             self.metrics.set_pod_values(
                 hpa.namespace,
                 "cpu",
-                dict.fromkeys(names, cpu_milli),
+                values_milli=dict.fromkeys(names, cpu_milli),
                 timestamp=self.clock.now(),
                 selector=f"app={workload}",
             )
@@ -183,7 +183,7 @@ class Harness:
         self.metrics.set_pod_values(
             hpa.namespace,
             "cpu",
-            {f"{workload}-{i}": cpu_milli for i in range(pods)},
+            values_milli={f"{workload}-{i}": cpu_milli for i in range(pods)},
             timestamp=self.clock.now(),
             selector=f"app={workload}",
         )
@@ -277,10 +277,12 @@ async def test_every_metric_source_is_fetched_through_its_port_method() -> None:
     )
     hpa = h.add(make_hpa(metrics=metrics), replicas=2, cpu_milli=None)
     pods = {"web-0": 500, "web-1": 500}
-    h.metrics.set_pod_values(NS, "cpu", pods, container="app", timestamp=h.clock.now())
-    h.metrics.set_pod_values(NS, "rps", {"web-0": 10_000, "web-1": 10_000}, custom=True)
-    h.metrics.set_object_value(NS, "hits", described, 100_000)
-    h.metrics.set_external_values(NS, "lag", (4_000, 6_000))
+    h.metrics.set_pod_values(NS, "cpu", values_milli=pods, container="app", timestamp=h.clock.now())
+    h.metrics.set_pod_values(
+        NS, "rps", values_milli={"web-0": 10_000, "web-1": 10_000}, custom=True
+    )
+    h.metrics.set_object_value(NS, "hits", described_object=described, value_milli=100_000)
+    h.metrics.set_external_values(NS, "lag", values_milli=(4_000, 6_000))
 
     report = await h.controller.reconcile_key(hpa.key)
 
@@ -669,7 +671,7 @@ async def test_scale_to_zero_and_back_on_an_external_metric() -> None:
     hpa = h.add(
         make_hpa(metrics=(lag,), min_replicas=0, behavior=behavior), replicas=3, cpu_milli=None
     )
-    h.metrics.set_external_values(NS, "lag", (0,))
+    h.metrics.set_external_values(NS, "lag", values_milli=(0,))
 
     down = await h.controller.reconcile_key(hpa.key)
 
@@ -680,7 +682,7 @@ async def test_scale_to_zero_and_back_on_an_external_metric() -> None:
     assert (scaled_to_zero.status, scaled_to_zero.reason) == (ConditionStatus.TRUE, "ScaledToZero")
 
     await h.clock.advance(60)
-    h.metrics.set_external_values(NS, "lag", (50_000,))
+    h.metrics.set_external_values(NS, "lag", values_milli=(50_000,))
     up = await h.controller.reconcile_key(hpa.key)
 
     assert up is not None
@@ -802,12 +804,18 @@ async def test_a_failed_status_write_is_failed_update_status() -> None:
 
 def test_status_rule_compares_shape_exactly_and_values_within_the_ratio() -> None:
     cond = HorizontalPodAutoscalerCondition(
-        "AbleToScale", ConditionStatus.TRUE, "ReadyForNewScale", "ok", EPOCH
+        type="AbleToScale",
+        status=ConditionStatus.TRUE,
+        reason="ReadyForNewScale",
+        message="ok",
+        last_transition_time=EPOCH,
     )
     metric = MetricStatus(
         type="Resource", name="cpu", current=MetricValueStatus(average_utilization=100)
     )
-    old = HorizontalPodAutoscalerStatus(2, 2, None, (metric,), (cond,))
+    old = HorizontalPodAutoscalerStatus(
+        current_replicas=2, desired_replicas=2, current_metrics=(metric,), conditions=(cond,)
+    )
     within = replace(
         old,
         current_metrics=(replace(metric, current=MetricValueStatus(average_utilization=104)),),
