@@ -175,7 +175,7 @@ class CustomMetricsVersions:
         return self._preferred
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Value:
     name: str
     timestamp: datetime | None
@@ -192,10 +192,12 @@ def _values(document: Mapping[str, Any], version: str) -> list[_Value]:
                 window = old.window_seconds
                 values.append(
                     _Value(
-                        old.described_object.name,
-                        old.timestamp,
-                        DEFAULT_METRIC_WINDOW_SECONDS if window is None else float(window),
-                        parse_quantity(old.value).milli_value(),
+                        name=old.described_object.name,
+                        timestamp=old.timestamp,
+                        window_seconds=DEFAULT_METRIC_WINDOW_SECONDS
+                        if window is None
+                        else float(window),
+                        value_milli=parse_quantity(old.value).milli_value(),
                     )
                 )
         else:
@@ -203,10 +205,12 @@ def _values(document: Mapping[str, Any], version: str) -> list[_Value]:
                 window = item.window_seconds
                 values.append(
                     _Value(
-                        item.described_object.name,
-                        item.timestamp,
-                        DEFAULT_METRIC_WINDOW_SECONDS if window is None else float(window),
-                        parse_quantity(item.value).milli_value(),
+                        name=item.described_object.name,
+                        timestamp=item.timestamp,
+                        window_seconds=DEFAULT_METRIC_WINDOW_SECONDS
+                        if window is None
+                        else float(window),
+                        value_milli=parse_quantity(item.value).milli_value(),
                     )
                 )
     except (ValidationError, QuantityError) as error:
