@@ -162,7 +162,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     """Register the adapter's flags (upstream names) on ``parser``."""
     d = Settings(config=Path("x"))
     p = parser.add_argument
-    p("--config", type=Path, required=True, help="rule file (prometheus-adapter format)")
+    p("--config", type=Path, help="rule file (prometheus-adapter format; required)")
     p("--secure-port", type=int, default=d.secure_port)
     p("--bind-address", default=d.bind_address)
     p("--tls-cert-file", type=Path)
@@ -222,6 +222,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The frozen ``Settings`` of parsed flags (``ValueError`` on inconsistent values)."""
+    if args.config is None:
+        raise ValueError("--config is required")
     return Settings(
         config=args.config,
         secure_port=args.secure_port,

@@ -1,0 +1,373 @@
+"""``hpa adapter`` (serve the metrics APIs) and ``hpa adapter explain <path>``: flags to running
+process.
+
+Upstream counterpart: prometheus-adapter ``cmd/adapter/adapter.go`` (``makePromClient``,
+``makeProvider``, the custom-metrics-apiserver ``AdapterBase`` run loop) and
+``--prometheus-auth-config`` (a kubeconfig-format file whose current context's cluster CA /
+insecure flag and user's token file, client certificate or basic auth reach Prometheus).
+
+One ``asyncio.TaskGroup`` holds the named tasks: the pod and node informers, the relist loop, the
+rule-file watcher, the serving-certificate watcher and the authentication-config refresher; each
+logs an unexpected exit. SIGTERM/SIGINT stop the process cleanly, SIGHUP reloads the rule file.
+
+Deliberate deviations: ``--prometheus-auth-config`` supports token files, client certificates and
+basic auth but not inline tokens or exec plugins (a clear error says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Awaitable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import structlog
+import yaml
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from adapter.explain import explain
+from adapter.prometheus import BasicAuth, PrometheusClient, PrometheusConnection, TLSConfig
+from adapter.providers import MetricProviders, ValueSettings, build_providers
+from adapter.providers.clock import SystemClock
+from adapter.rules import RuleConfig, load_rules
+from adapter.server.app import Server, build_app
+from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
+from adapter.server.authz import SubjectAccessReviewAuthorizer
+from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
+from adapter.server.reload import ReloadingMetrics
+from adapter.server.settings import Settings, add_flags, settings_from_args
+from adapter.server.telemetry import ServerMetrics
+from adapter.server.tls import ServingCertificates, write_self_signed
+from hpa import __version__
+from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.informer import Informer
+from hpa.kube.records import PodRecord, parse_pod
+
+log = structlog.get_logger(__name__)
+
+
+# ---------------------------------------------------------------- Prometheus connection
+
+
+def _auth_config(path: Path) -> tuple[TLSConfig | None, Path | None, BasicAuth | None]:
+    """The parts of a kubeconfig-format ``--prometheus-auth-config`` we support."""
+    tree = yaml.safe_load(path.read_text()) or {}
+    contexts = {c["name"]: c.get("context", {}) for c in tree.get("contexts") or ()}
+    context = contexts.get(tree.get("current-context", ""), {})
+    clusters = {c["name"]: c.get("cluster", {}) for c in tree.get("clusters") or ()}
+    users = {u["name"]: u.get("user", {}) for u in tree.get("users") or ()}
+    cluster = clusters.get(context.get("cluster", ""), {})
+    user = users.get(context.get("user", ""), {})
+    if "token" in user or "exec" in user or "client-certificate-data" in user:
+        raise ValueError(
+            f"{path}: only tokenFile, client-certificate/client-key files and basic auth "
+            "are supported"
+        )
+    tls = TLSConfig(
+        ca_file=Path(cluster["certificate-authority"])
+        if "certificate-authority" in cluster
+        else None,
+        cert_file=Path(user["client-certificate"]) if "client-certificate" in user else None,
+        key_file=Path(user["client-key"]) if "client-key" in user else None,
+        insecure_skip_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
+    )
+    token = Path(user["tokenFile"]) if "tokenFile" in user else None
+    basic = (
+        BasicAuth(user["username"], str(user.get("password", ""))) if "username" in user else None
+    )
+    return tls, token, basic
+
+
+def prometheus_connection(settings: Settings) -> PrometheusConnection:
+    tls: TLSConfig | None = None
+    token, basic = settings.prometheus_token_file, None
+    if settings.prometheus_auth_config is not None:
+        tls, token_from_config, basic = _auth_config(settings.prometheus_auth_config)
+        token = token or token_from_config
+    if any(
+        p is not None
+        for p in (
+            settings.prometheus_ca_file,
+            settings.prometheus_client_tls_cert_file,
+            settings.prometheus_client_tls_key_file,
+        )
+    ):
+        tls = TLSConfig(
+            ca_file=settings.prometheus_ca_file,
+            cert_file=settings.prometheus_client_tls_cert_file,
+            key_file=settings.prometheus_client_tls_key_file,
+        )
+    return PrometheusConnection(
+        settings.prometheus_url,
+        tls=tls,
+        bearer_token_file=token,
+        basic_auth=basic,
+        headers=dict(settings.prometheus_headers),
+        timeout_seconds=settings.prometheus_query_timeout_seconds,
+    )
+
+
+def _read(path: Path | None) -> bytes:
+    return path.read_bytes() if path is not None else b""
+
+
+def authentication_overrides(settings: Settings) -> AuthenticationConfig:
+    return AuthenticationConfig(
+        client_ca_pem=_read(settings.client_ca_file),
+        requestheader_ca_pem=_read(settings.requestheader_client_ca_file),
+        requestheader_allowed_names=settings.requestheader_allowed_names,
+        requestheader_username_headers=settings.requestheader_username_headers,
+        requestheader_group_headers=settings.requestheader_group_headers,
+        requestheader_extra_headers_prefix=settings.requestheader_extra_headers_prefix,
+    )
+
+
+# ---------------------------------------------------------------- serving
+
+
+async def _guarded(name: str, work: Awaitable[None]) -> None:
+    """A task body that logs an unexpected exit (and never swallows cancellation)."""
+    try:
+        await work
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        log.error("task_failed", task=name, error=repr(error))
+        raise
+    log.error("task_exited", task=name)
+
+
+async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    """Run the adapter until ``stop`` is set (or the process is signalled)."""
+    stop = stop or asyncio.Event()
+    clock = SystemClock()
+    registry = CollectorRegistry()
+    server_metrics = ServerMetrics(registry)
+    kube = await load_client(
+        ClientSettings(
+            kubeconfig_path=str(settings.kubeconfig) if settings.kubeconfig else None,
+            user_agent="hpa-adapter",
+        ),
+        clock=clock,
+        registry=registry,
+    )
+    try:
+        async with PrometheusClient(prometheus_connection(settings), registry=registry) as prom:
+            await _serve(settings, kube, prom, registry, server_metrics, clock=clock, stop=stop)
+    finally:
+        await aclose_quietly(kube)
+
+
+async def _serve(
+    settings: Settings,
+    kube: KubeClient,
+    prom: PrometheusClient,
+    registry: CollectorRegistry,
+    server_metrics: ServerMetrics,
+    *,
+    clock: SystemClock,
+    stop: asyncio.Event,
+) -> None:
+    pods: Informer[PodRecord] = Informer(kube, "/api/v1/pods", parse=parse_pod, clock=clock)
+    nodes: Informer[NodeRecord] = Informer(kube, "/api/v1/nodes", parse=parse_node, clock=clock)
+    lister = InformerObjectLister.from_informers(pods, nodes)
+    value_settings = ValueSettings(query_timeout_seconds=settings.prometheus_query_timeout_seconds)
+
+    def build(config: RuleConfig, provider_registry: CollectorRegistry) -> MetricProviders:
+        return build_providers(
+            config,
+            prom,
+            pod_lister=lister,
+            settings=value_settings,
+            registry=provider_registry,
+            relist_interval_seconds=settings.metrics_relist_interval_seconds,
+            max_age_seconds=settings.metrics_max_age_seconds,
+            source=str(settings.config),
+        )
+
+    metrics = ReloadingMetrics(
+        settings.config,
+        build,
+        registry=registry,
+        server_metrics=server_metrics,
+        clock=clock,
+        check_interval_seconds=settings.config_check_interval_seconds,
+    )
+    metrics.load_initial()
+    authenticator = DelegatingAuthenticator(
+        clock=clock,
+        api=kube,
+        overrides=authentication_overrides(settings),
+        configmap_namespace=settings.authentication_config_namespace,
+        configmap_name=settings.authentication_config_name,
+        lookup=not settings.authentication_skip_lookup,
+        token_ttl_seconds=settings.authentication_cache_ttl_seconds,
+        refresh_interval_seconds=settings.auth_config_refresh_interval_seconds,
+    )
+    try:
+        await authenticator.refresh()
+    except Exception as error:  # noqa: BLE001 - upstream warns and serves with the flags' CAs
+        log.warning("authentication_config_unavailable", error=str(error))
+    if settings.tls_cert_file is not None and settings.tls_private_key_file is not None:
+        cert_file, key_file = settings.tls_cert_file, settings.tls_private_key_file
+    else:
+        cert_file, key_file = write_self_signed(settings.cert_dir)
+    tls = ServingCertificates(
+        cert_file, key_file, client_ca_pem=authenticator.config.ca_bundle_pem()
+    )
+    authenticator.on_change(lambda config: tls.set_client_ca(config.ca_bundle_pem()))
+
+    async def explain_request(path: str, query: Mapping[str, str]) -> dict[str, Any]:
+        return await explain(metrics.current, prom, path, query=query, pod_lister=lister)
+
+    server = Server(
+        metrics=metrics,
+        lister=lister,
+        authenticator=authenticator,
+        authorizer=SubjectAccessReviewAuthorizer(
+            kube, clock=clock, ttl_seconds=settings.authorization_cache_ttl_seconds
+        ),
+        clock=clock,
+        registry=registry,
+        server_metrics=server_metrics,
+        explain=explain_request if settings.debug_endpoints else None,
+        always_allow_paths=settings.always_allow_paths,
+        version=__version__,
+    )
+    runner = web.AppRunner(build_app(server), access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.bind_address, settings.secure_port, ssl_context=tls.context)
+    await site.start()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGHUP, metrics.request_reload)
+    log.info("adapter_serving", port=settings.secure_port, config=str(settings.config))
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = {
+                "pod-informer": pods.run(),
+                "node-informer": nodes.run(),
+                "metrics-relist": metrics.relist_forever(),
+                "config-watch": metrics.watch(),
+                "tls-watch": tls.run(clock, interval_seconds=settings.tls_check_interval_seconds),
+                "authentication-config": authenticator.run(),
+            }
+            running = [
+                group.create_task(_guarded(name, work), name=name) for name, work in tasks.items()
+            ]
+            await stop.wait()
+            for task in running:
+                task.cancel()
+    finally:
+        with contextlib.suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGHUP)
+        await runner.cleanup()
+        log.info("adapter_stopped")
+
+
+# ---------------------------------------------------------------- explain
+
+
+class _ListingPodLister:
+    """For the one-shot CLI: LIST pods by selector (no watch), or say why it cannot."""
+
+    def __init__(self, kube: KubeClient | None, reason: str = "") -> None:
+        self._kube = kube
+        self._reason = reason
+
+    async def pods_for_selector(self, namespace: str, selector: str) -> list[str]:
+        if self._kube is None:
+            raise RuntimeError(f"cannot list pods: {self._reason}")
+        params = {"labelSelector": selector} if selector else None
+        found = await self._kube.list(f"/api/v1/namespaces/{namespace}/pods", params=params)
+        return [str(item["metadata"]["name"]) for item in found.get("items") or ()]
+
+
+async def run_explain(settings: Settings, path: str) -> dict[str, Any]:
+    kube: KubeClient | None = None
+    reason = ""
+    try:
+        kube = await load_client(
+            ClientSettings(
+                kubeconfig_path=str(settings.kubeconfig) if settings.kubeconfig else None,
+                user_agent="hpa-adapter-explain",
+            )
+        )
+    except Exception as error:  # noqa: BLE001 - explain still works for named objects
+        reason = str(error)
+    try:
+        config = load_rules(settings.config.read_text(), source=str(settings.config))
+        async with PrometheusClient(prometheus_connection(settings)) as prom:
+            providers = build_providers(
+                config,
+                prom,
+                pod_lister=_ListingPodLister(kube, reason),
+                relist_interval_seconds=settings.metrics_relist_interval_seconds,
+                max_age_seconds=settings.metrics_max_age_seconds,
+                source=str(settings.config),
+            )
+            await providers.relister.relist()
+            return await explain(providers, prom, path, pod_lister=_ListingPodLister(kube, reason))
+    finally:
+        if kube is not None:
+            await aclose_quietly(kube)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def add_command(commands: Any) -> None:
+    """Register ``adapter`` (and ``adapter explain``) on the top-level subparsers."""
+    parser = commands.add_parser(
+        "adapter",
+        help="serve the custom, external and resource metrics APIs from Prometheus",
+        description="A prometheus-adapter compatible metrics API server (upstream flag names).",
+    )
+    add_flags(parser)
+    parser.set_defaults(handler=main)
+    sub = parser.add_subparsers(dest="adapter_command", metavar="SUBCOMMAND")
+    explainer = sub.add_parser(
+        "explain",
+        help="show the rule, PromQL and result behind a metrics API path, and why it is missing",
+    )
+    explainer.add_argument(
+        "path", help="e.g. /apis/custom.metrics.k8s.io/v1beta2/namespaces/x/pods/*/m"
+    )
+    add_flags(explainer)
+    explainer.set_defaults(handler=main_explain)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        log.error("invalid_settings", error=str(error))
+        return 2
+    stop = asyncio.Event()
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, stop.set)
+        await serve(settings, stop=stop)
+
+    asyncio.run(run())
+    return 0
+
+
+def main_explain(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        log.error("invalid_settings", error=str(error))
+        return 2
+    document = asyncio.run(run_explain(settings, args.path))
+    sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0 if document.get("verdict") == "served" else 1
