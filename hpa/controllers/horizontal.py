@@ -148,14 +148,14 @@ class HPASelectorStore:
     def __len__(self) -> int:
         return sum(len(selectors) for selectors in self._namespaces.values())
 
-    def put_if_absent(self, namespace: str, key: str, selector: Selector) -> bool:
+    def put_if_absent(self, namespace: str, key: str, *, selector: Selector) -> bool:
         selectors = self._namespaces.setdefault(namespace, {})
         if key in selectors:
             return False
         selectors[key] = selector
         return True
 
-    def put_if_present(self, namespace: str, key: str, selector: Selector) -> bool:
+    def put_if_present(self, namespace: str, key: str, *, selector: Selector) -> bool:
         selectors = self._namespaces.get(namespace)
         if selectors is None or key not in selectors:
             return False
@@ -471,7 +471,7 @@ class HorizontalController:
     def track(self, key: str) -> None:
         """``enqueueHPA``'s registration: known HPA, selector not yet known (matches nothing)."""
         namespace, _ = _split_key(key)
-        self.selector_index.put_if_absent(namespace, key, NOTHING)
+        self.selector_index.put_if_absent(namespace, key, selector=NOTHING)
 
     def forget(self, key: str) -> None:
         """``deleteHPA`` / the deleted branch of ``reconcileKey``: drop every trace of ``key``."""
@@ -572,7 +572,7 @@ class HorizontalController:
             selector = parse_selector(text)
         except SelectorError as error:
             return SelectorCheck(parse_error=str(error)), None, ()
-        self.selector_index.put_if_present(hpa.namespace, key, selector)
+        self.selector_index.put_if_present(hpa.namespace, key, selector=selector)
         pods = self._pods.list_pods(hpa.namespace, selector)
         selecting = set(
             self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))

@@ -629,10 +629,10 @@ async def test_deleting_one_of_two_overlapping_hpas_lifts_the_ambiguity() -> Non
 
 def test_the_selector_store_dedupes_label_sets_and_honours_limits() -> None:
     store = HPASelectorStore()
-    assert store.put_if_absent(NS, "default/a", parse_selector("app=web"))
-    assert not store.put_if_absent(NS, "default/a", parse_selector("app=other"))
-    assert not store.put_if_present(NS, "default/z", parse_selector("app=web"))
-    assert store.put_if_absent(NS, "default/b", parse_selector("tier in (front,back)"))
+    assert store.put_if_absent(NS, "default/a", selector=parse_selector("app=web"))
+    assert not store.put_if_absent(NS, "default/a", selector=parse_selector("app=other"))
+    assert not store.put_if_present(NS, "default/z", selector=parse_selector("app=web"))
+    assert store.put_if_absent(NS, "default/b", selector=parse_selector("tier in (front,back)"))
     pods = [{"app": "web", "tier": "front"}] * 50
     assert store.hpas_matching_pods(NS, pods) == ("default/a", "default/b")
     assert len(store.hpas_matching_pods(NS, pods, limit=1)) == 1
