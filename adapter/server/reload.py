@@ -59,6 +59,8 @@ class ReloadingMetrics:
         self._digest = b""
         self._stamp: tuple[int, int, int] | None = None
         self._requested = asyncio.Event()
+        self.attempts = 0  # reloads tried (initial load included), successful or not
+        self._attempted = asyncio.Condition()
         registry.register(ProviderCollector(lambda: self._provider_registry))
 
     @property
@@ -89,6 +91,7 @@ class ReloadingMetrics:
     def load_initial(self) -> None:
         """Load the rule file at start (raises ``RuleConfigError``/``OSError``: the process
         should not start with a broken file). The first relist is ``relist_forever``'s."""
+        self.attempts += 1
         self._stamp = self._stat()
         try:
             providers, registry, digest = self._compile()
@@ -97,6 +100,16 @@ class ReloadingMetrics:
             raise
         self._current, self._provider_registry, self._digest = providers, registry, digest
         self._record(success=True)
+
+    async def wait_attempts(self, count: int) -> None:
+        """Wait until ``count`` (re)loads have been tried (the watcher runs them in the
+        background)."""
+        async with self._attempted:
+            await self._attempted.wait_for(lambda: self.attempts >= count)
+
+    async def _notify(self) -> None:
+        async with self._attempted:
+            self._attempted.notify_all()
 
     def _record(self, *, success: bool) -> None:
         metrics = self._server_metrics
@@ -112,6 +125,7 @@ class ReloadingMetrics:
     async def reload(self, *, force: bool = False) -> bool:
         """Reload now. True when new providers are being served; False when the file did not
         change (unless ``force``) or the reload failed (the old providers stay)."""
+        self.attempts += 1
         self._stamp = self._stat()
         try:
             providers, registry, digest = self._compile()
@@ -148,6 +162,7 @@ class ReloadingMetrics:
             self._requested.clear()
             if requested or self._stat() != self._stamp:
                 await self.reload(force=requested)
+                await self._notify()
 
     async def relist_forever(self) -> None:
         """Relist the current providers every interval (``MetricRelister.run`` for whichever
