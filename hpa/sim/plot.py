@@ -72,7 +72,7 @@ def plot_result(
     unit, unit_name = _time_unit(result.duration_seconds)
     end = result.duration_seconds
     figure, (load_ax, replicas_ax, util_ax) = pyplot.subplots(
-        3, 1, sharex=True, figsize=(11, 7.5), height_ratios=(1, 1.3, 1.3)
+        3, 1, sharex=True, figsize=(12, 7.5), height_ratios=(1, 1.3, 1.3)
     )
     figure.suptitle(title, fontsize=14, fontweight="bold")
     if subtitle:
@@ -121,10 +121,10 @@ def plot_result(
     if span > 100:
         replicas_ax.set_yscale("log")
     else:
-        replicas_ax.set_ylim(bottom=0)
+        replicas_ax.set_ylim(0, max(replica_values, default=1) * 1.25 + 0.5)
     replicas_ax.set_ylabel("replicas")
     replicas_ax.grid(alpha=0.3, which="both")
-    replicas_ax.legend(loc="upper left", fontsize=9, ncols=min(4, len(result.runs)))
+    replicas_ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=9, frameon=False)
 
     ceiling = 4 * max(targets) if targets else None
     if ceiling is not None and peak > ceiling:
@@ -140,11 +140,11 @@ def plot_result(
             color="#444444",
         )
     else:
-        util_ax.set_ylim(bottom=0)
+        util_ax.set_ylim(0, max([peak, *targets, 1.0]) * 1.3)
     util_ax.set_ylabel("cpu utilization (%)")
     util_ax.set_xlabel(f"time ({unit_name})")
     util_ax.grid(alpha=0.3)
-    util_ax.legend(loc="upper left", fontsize=8, ncols=min(4, 2 * len(result.runs)))
+    util_ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
     util_ax.set_xlim(0, end / unit)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def test_simulate_two_hpas_side_by_side_writes_timelines_summary_and_plot(
     summary = (out / "summary.md").read_text()
     assert "direction reversals" in summary
     assert "longest reaction to a step" in summary
-    assert png_size(out / "plot.png") == (1100, 750)
+    assert png_size(out / "plot.png") == (1200, 750)
 
 
 def test_simulate_a_csv_trace_to_json(
@@ -170,7 +170,7 @@ def test_demo_writes_a_plot_per_scenario_and_a_summary(
     assert [p.stem for p in plots] == [
         f"{n:02d}-{s.slug}" for n, s in enumerate(SCENARIOS, start=1)
     ]
-    assert all(png_size(p) == (1100, 750) for p in plots)
+    assert all(png_size(p) == (1200, 750) for p in plots)
     summary = (out / "summary.md").read_text()
     assert summary.count("![") == len(SCENARIOS)
     printed = capsys.readouterr().out
