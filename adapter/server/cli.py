@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +143,13 @@ async def _guarded(name: str, work: Awaitable[None]) -> None:
     log.error("task_exited", task=name)
 
 
-async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Run the adapter until ``stop`` is set (or the process is signalled)."""
+async def serve(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    started: Callable[[int], None] | None = None,
+) -> None:
+    """Run the adapter until ``stop`` is set; ``started`` gets the bound port."""
     stop = stop or asyncio.Event()
     clock = SystemClock()
     registry = CollectorRegistry()
@@ -159,7 +164,16 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     )
     try:
         async with PrometheusClient(prometheus_connection(settings), registry=registry) as prom:
-            await _serve(settings, kube, prom, registry, server_metrics, clock=clock, stop=stop)
+            await _serve(
+                settings,
+                kube,
+                prom,
+                registry,
+                server_metrics=server_metrics,
+                clock=clock,
+                stop=stop,
+                started=started,
+            )
     finally:
         await aclose_quietly(kube)
 
@@ -169,10 +183,11 @@ async def _serve(
     kube: KubeClient,
     prom: PrometheusClient,
     registry: CollectorRegistry,
-    server_metrics: ServerMetrics,
     *,
+    server_metrics: ServerMetrics,
     clock: SystemClock,
     stop: asyncio.Event,
+    started: Callable[[int], None] | None,
 ) -> None:
     pods: Informer[PodRecord] = Informer(kube, "/api/v1/pods", parse=parse_pod, clock=clock)
     nodes: Informer[NodeRecord] = Informer(kube, "/api/v1/nodes", parse=parse_node, clock=clock)
@@ -244,6 +259,8 @@ async def _serve(
     await runner.setup()
     site = web.TCPSite(runner, settings.bind_address, settings.secure_port, ssl_context=tls.context)
     await site.start()
+    if started is not None:
+        started(runner.addresses[0][1])
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGHUP, metrics.request_reload)

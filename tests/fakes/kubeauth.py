@@ -1,6 +1,7 @@
 """A fake of the Kubernetes API parts a delegated API server calls, over real HTTP.
 
-Serves ``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
+Serves ``GET /api/v1/pods`` and ``/api/v1/nodes`` (a list from a table; a watch that stays open
+without events), ``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
 ``POST /apis/authorization.k8s.io/v1/subjectaccessreviews`` (from a rule the test sets, or a
 scripted failure) and ``GET /api/v1/namespaces/kube-system/configmaps/
 extension-apiserver-authentication`` (from a data dict), recording every request body so tests
@@ -9,6 +10,7 @@ can assert the exact review sent. It evaluates no RBAC: the test's rule decides.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -43,6 +45,9 @@ class FakeKubeAuth:
     token_reviews: list[JsonObject] = field(default_factory=list)
     access_reviews: list[JsonObject] = field(default_factory=list)
     configmap_reads: int = 0
+    pods: list[JsonObject] = field(default_factory=list)
+    nodes: list[JsonObject] = field(default_factory=list)
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
     url: str = ""
 
@@ -53,6 +58,8 @@ class FakeKubeAuth:
             "/apis/authorization.k8s.io/v1/subjectaccessreviews", self._access_review
         )
         app.router.add_get(CONFIGMAP_PATH, self._configmap)
+        app.router.add_get("/api/v1/pods", self._collection)
+        app.router.add_get("/api/v1/nodes", self._collection)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -62,6 +69,7 @@ class FakeKubeAuth:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -88,6 +96,23 @@ class FakeKubeAuth:
         allowed, reason = self.sar_rule(body["spec"])
         answer = {**body, "status": {"allowed": allowed, "reason": reason}}
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
+
+    async def _collection(self, request: web.Request) -> web.StreamResponse:
+        """LIST answers the table; WATCH stays open without events until the fake closes."""
+        items = self.pods if request.path.endswith("/pods") else self.nodes
+        if request.query.get("watch") == "true":
+            response = web.StreamResponse()
+            response.content_type = "application/json"
+            await response.prepare(request)
+            await self._closing.wait()
+            return response
+        body = {
+            "kind": "List",
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": "1"},
+            "items": items,
+        }
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
 
     async def _configmap(self, request: web.Request) -> web.Response:
         self.configmap_reads += 1

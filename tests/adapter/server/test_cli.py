@@ -1,0 +1,230 @@
+"""``hpa adapter``: flags to Settings, --prometheus-auth-config, and the whole process wired
+(informers, relist, TLS, front-proxy authentication from the ConfigMap, SAR) against fakes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+import yaml
+
+from adapter.server.cli import prometheus_connection, serve
+from adapter.server.settings import Settings, parse_go_duration_seconds, settings_from_args
+from hpa.cli import build_parser
+from tests.adapter.providers.scenario import EVAL_SECONDS, RULES, SERIES_BY_MATCH, Tables
+from tests.adapter.server.tlsserver import client_context, configmap_for, create_test_pki
+from tests.fakes.kubeauth import FakeKubeAuth
+from tests.fakes.prometheus import FakePrometheus
+
+
+def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        [
+            "adapter",
+            "--config=/etc/adapter/config.yaml",
+            "--prometheus-url=http://prometheus:9090",
+            "--metrics-relist-interval=1m",
+            "--metrics-max-age=5m30s",
+            "--secure-port=6443",
+            "--tls-cert-file=/certs/tls.crt",
+            "--tls-private-key-file=/certs/tls.key",
+            "--client-ca-file=/certs/ca.crt",
+            "--requestheader-client-ca-file=/certs/fp.crt",
+            "--requestheader-allowed-names=front-proxy-client,aggregator",
+            "--lister-kubeconfig=/kube/config",
+            "--prometheus-header=X-Scope-OrgID=tenant-a",
+            "--authorization-webhook-cache-ttl=5s",
+        ]
+    )
+    settings = settings_from_args(args)
+    assert settings.config == Path("/etc/adapter/config.yaml")
+    assert settings.metrics_relist_interval_seconds == 60.0
+    assert settings.metrics_max_age_seconds == 330.0
+    assert settings.requestheader_allowed_names == ("front-proxy-client", "aggregator")
+    assert settings.kubeconfig == Path("/kube/config")
+    assert settings.prometheus_headers == (("X-Scope-OrgID", "tenant-a"),)
+    assert settings.authorization_cache_ttl_seconds == 5.0
+    assert settings.always_allow_paths == ("/healthz", "/readyz", "/livez")
+    with pytest.raises(AttributeError):
+        settings.secure_port = 1  # type: ignore[misc]
+    alias = build_parser().parse_args(["adapter", "--config=c", "--kubeconfig=/k"])
+    assert settings_from_args(alias).kubeconfig == Path("/k")
+    explain = build_parser().parse_args(["adapter", "explain", "/apis/x", "--config=c"])
+    assert explain.path == "/apis/x"
+    assert explain.handler.__name__ == "main_explain"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "--config is required"),
+        (["--config=c", "--authorization-webhook-cache-ttl=1m"], "(0, 10]"),
+        (["--config=c", "--tls-cert-file=a"], "go together"),
+    ],
+)
+def test_invalid_settings_are_refused(flags: list[str], message: str) -> None:
+    args = build_parser().parse_args(["adapter", *flags])
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("]", r"\]")):
+        settings_from_args(args)
+
+
+def test_main_exits_2_on_invalid_settings() -> None:
+    from hpa.cli import main
+
+    assert main(["adapter"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("10m", 600.0), ("1h30m", 5400.0), ("500ms", 0.5), ("0", 0.0)]
+)
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_go_duration_seconds(text) == seconds
+
+
+def test_go_duration_errors() -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_go_duration_seconds("10 minutes")
+
+
+def test_prometheus_auth_config_is_a_kubeconfig(tmp_path: Path) -> None:
+    auth = tmp_path / "auth.yaml"
+    auth.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": "prom", "cluster": {"certificate-authority": "/ca.crt", "server": "x"}}
+                ],
+                "users": [{"name": "u", "user": {"tokenFile": "/var/run/token"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "prom", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    connection = prometheus_connection(
+        Settings(config=Path("c"), prometheus_url="https://p:9090", prometheus_auth_config=auth)
+    )
+    assert connection.tls is not None
+    assert connection.tls.ca_file == Path("/ca.crt")
+    assert connection.bearer_token_file == Path("/var/run/token")
+    inline = tmp_path / "inline.yaml"
+    inline.write_text(
+        yaml.safe_dump(
+            {
+                "users": [{"name": "u", "user": {"token": "secret"}}],
+                "contexts": [{"name": "c", "context": {"user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    with pytest.raises(ValueError, match="tokenFile"):
+        prometheus_connection(Settings(config=Path("c"), prometheus_auth_config=inline))
+
+
+def _kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": url}}],
+                "users": [{"name": "adapter", "user": {"token": "adapter-token"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "adapter"}}],
+                "current-context": "fake",
+            }
+        )
+    )
+    return path
+
+
+def _pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns1", "labels": labels, "resourceVersion": "1"}
+    }
+
+
+async def _eventually(check: Callable[[], Any], *, attempts: int = 200) -> Any:
+    """Poll a real running server (its relist and watch are real I/O, not fake time)."""
+    for _ in range(attempts):
+        result = await check()
+        if result is not None:
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+async def test_the_adapter_process_serves_through_front_proxy_authentication(
+    tmp_path: Path,
+) -> None:
+    pki = create_test_pki(tmp_path / "pki")
+    config = tmp_path / "config.yaml"
+    config.write_text(RULES)
+    tables = Tables(values={"web-1": "4"}, ages={"web-1": 1.0})
+    async with (
+        FakePrometheus(
+            series_by_match=dict(SERIES_BY_MATCH),
+            responder=tables.respond,
+            eval_time_seconds=EVAL_SECONDS,
+        ) as prometheus,
+        FakeKubeAuth(
+            configmap=configmap_for(pki),
+            pods=[_pod("web-1", {"app": "web"}), _pod("web-2", {"app": "web"})],
+        ) as kube,
+    ):
+        kube.sar_rule = lambda spec: (spec["user"] == "system:kube-controller-manager", "")
+        settings = Settings(
+            config=config,
+            secure_port=0,
+            bind_address="127.0.0.1",
+            tls_cert_file=pki.serving.cert_path,
+            tls_private_key_file=pki.serving.key_path,
+            kubeconfig=_kubeconfig(tmp_path / "kubeconfig", kube.url),
+            prometheus_url=prometheus.url,
+        )
+        stop = asyncio.Event()
+        port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve(settings, stop=stop, started=port.set_result))
+        try:
+            url = f"https://127.0.0.1:{await asyncio.wait_for(port, 10)}"
+            headers = {"X-Remote-User": "system:kube-controller-manager"}
+            ssl = client_context(pki, pki.front_proxy_client)
+            async with aiohttp.ClientSession() as http:
+
+                async def ready() -> bool | None:
+                    async with http.get(url + "/readyz", ssl=ssl) as r:
+                        return True if r.status == 200 else None
+
+                async def values() -> Any:
+                    async with http.get(
+                        url + "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/*/"
+                        "http_requests_per_second",
+                        params={"labelSelector": "app=web"},
+                        headers=headers,
+                        ssl=ssl,
+                    ) as r:
+                        return orjson.loads(await r.read()) if r.status == 200 else None
+
+                await _eventually(ready)
+                body = await _eventually(values)
+                async with http.get(url + "/metrics", headers=headers, ssl=ssl) as r:
+                    metrics_text = await r.text()
+                async with http.get(
+                    url + "/apis", headers={"X-Remote-User": "mallory"}, ssl=ssl
+                ) as r:
+                    refused = r.status
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 10)
+    assert [(i["describedObject"]["name"], i["value"]) for i in body["items"]] == [("web-1", "4")]
+    assert "hpa_adapter_request_duration_seconds_bucket" in metrics_text
+    assert "prometheus_adapter_relists_total" in metrics_text
+    assert "hpa_adapter_config_last_reload_successful 1.0" in metrics_text
+    assert refused == 403
+    assert kube.configmap_reads >= 1
