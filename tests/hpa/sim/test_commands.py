@@ -63,6 +63,8 @@ def test_simulate_two_hpas_side_by_side_writes_timelines_summary_and_plot(
         "scale 100 -> 1000",
     ]
     assert rows[0]["target_percent"] == "50.0"
+    assert rows[0]["rps_per_pod"] == "10.0"  # 10 req/s on the one Ready pod
+    assert rows[-1]["rps_per_pod"] == "25.0"  # 25,000 req/s on 1000 pods
     assert (out / "default.timeline.csv").exists()
     summary = (out / "summary.md").read_text()
     assert "direction reversals" in summary
