@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
+import os
 import shutil
 import signal
 import ssl
@@ -96,6 +97,7 @@ class Lab:
         self._install_signal_handlers()
         bin_dir = build()
         self.netns = acquire_netns(cache_root() / "lab-slots")
+        self._start_reaper(self.netns)
         self._pki = create_pki(
             self.work_dir / "pki",
             apiserver_ips=(self.netns.host_ip,),
@@ -174,6 +176,21 @@ class Lab:
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
             for signum in (signal.SIGTERM, signal.SIGHUP):
                 self._previous_handlers[signum] = signal.signal(signum, interrupt)
+
+    def _start_reaper(self, netns: Netns) -> None:
+        """Cleans up after a `kill -9` of this process (see tests/lab/reaper.py)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "tests.lab.reaper",
+            f"--owner={os.getpid()}",
+            f"--work-dir={self.work_dir}",
+            f"--netns={netns.name}",
+            f"--host-link={netns.host_link}",
+        ]
+        if self.config.keep_work_dir:
+            argv.append("--keep-work-dir")
+        self.group.start("reaper", argv, cwd=REPO_ROOT, die_with_parent=False)
 
     def _start_observability(self) -> None:
         """Exporter, then Prometheus scraping it (needs only the kubeconfig file, not the API)."""

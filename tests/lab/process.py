@@ -77,6 +77,7 @@ class ProcessGroup:
         *,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        die_with_parent: bool = True,
     ) -> Component:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
@@ -89,7 +90,7 @@ class ProcessGroup:
             env=dict(env) if env is not None else None,
             cwd=cwd,
             process_group=0 if self.pgid is None else self.pgid,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if die_with_parent else None,
         )
         if self.pgid is None:
             self.pgid = process.pid
