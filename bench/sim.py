@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     cpu_start = time.process_time()
     wall_start = time.perf_counter()
-    result = simulate(hpas, trace, SimulationConfig(initial_replicas=2))
+    result = simulate(hpas, trace, config=SimulationConfig(initial_replicas=2))
     wall = time.perf_counter() - wall_start
     cpu = time.process_time() - cpu_start
     reconciles = sum(run.reconciles for run in result.runs)

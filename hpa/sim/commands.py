@@ -291,7 +291,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     )
     wall_start = time.monotonic()
     cpu_start = time.process_time()
-    result = simulate(manifests, trace, config, on_sync=lambda t, _runs, _deps: progress.update(t))
+    result = simulate(
+        manifests, trace, config=config, on_sync=lambda t, _runs, _deps: progress.update(t)
+    )
     progress.close()
     cpu = time.process_time() - cpu_start
     wall = time.monotonic() - wall_start

@@ -113,7 +113,7 @@ def run_demo(out_dir: Path, *, stream: TextIO, quick: bool = False) -> DemoOutco
         stream.write(f"  {scenario.explanation}\n")
         stream.write(f"  trace: {trace.description}, {format_seconds(trace.duration_seconds)}\n")
         table = _LiveTable(stream, [m.name for m in hpas], interval=scenario.row_interval_seconds)
-        result = simulate(hpas, trace, scenario.config(), on_sync=table.sync)
+        result = simulate(hpas, trace, config=scenario.config(), on_sync=table.sync)
         stem = f"{number:02d}-{scenario.slug}"
         plot_path = out_dir / f"{stem}.png"
         plot_result(result, plot_path, title=scenario.title, subtitle=trace.description)

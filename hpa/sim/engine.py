@@ -179,7 +179,7 @@ def _build(
     return _Simulated(run=run, key=key, deployment=deployment, controller=controller)
 
 
-def _note(sim: _Simulated, report: ReconcileReport | None, t_seconds: float) -> None:
+def _note(sim: _Simulated, report: ReconcileReport | None, *, t_seconds: float) -> None:
     run = sim.run
     run.reconciles += 1
     if report is None:
@@ -199,8 +199,8 @@ def _note(sim: _Simulated, report: ReconcileReport | None, t_seconds: float) -> 
 async def run_simulation(
     manifests: Sequence[HPAManifest],
     trace: LoadTrace,
-    config: SimulationConfig | None = None,
     *,
+    config: SimulationConfig | None = None,
     on_sync: SyncCallback | None = None,
 ) -> SimulationResult:
     """Simulate every HPA over ``trace`` in virtual time (``on_sync`` is called after each sync)."""
@@ -223,7 +223,7 @@ async def run_simulation(
         for sim in sims:
             sim.deployment.advance_to(t_seconds)
             report = await sim.controller.reconcile_key(sim.key)
-            _note(sim, report, t_seconds)
+            _note(sim, report, t_seconds=t_seconds)
         if on_sync is not None:
             on_sync(t_seconds, runs, deployments)
     for sim in sims:
@@ -235,9 +235,9 @@ async def run_simulation(
 def simulate(
     manifests: Sequence[HPAManifest],
     trace: LoadTrace,
-    config: SimulationConfig | None = None,
     *,
+    config: SimulationConfig | None = None,
     on_sync: SyncCallback | None = None,
 ) -> SimulationResult:
     """:func:`run_simulation` on a fresh event loop (for synchronous callers)."""
-    return asyncio.run(run_simulation(manifests, trace, config, on_sync=on_sync))
+    return asyncio.run(run_simulation(manifests, trace, config=config, on_sync=on_sync))

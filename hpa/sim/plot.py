@@ -52,7 +52,7 @@ def _time_unit(duration_seconds: float) -> tuple[float, str]:
 
 
 def _steps(
-    times: Sequence[float], values: Sequence[float | None], end: float, unit: float
+    times: Sequence[float], values: Sequence[float | None], *, end: float, unit: float
 ) -> tuple[list[float], list[float]]:
     xs = [t / unit for t in times] + [end / unit]
     ys = [math.nan if v is None else float(v) for v in values]
@@ -80,7 +80,10 @@ def plot_result(
 
     first: HPARun = result.runs[0]
     xs, ys = _steps(
-        [r.t_seconds for r in first.timeline], [r.load_rps for r in first.timeline], end, unit
+        [r.t_seconds for r in first.timeline],
+        [r.load_rps for r in first.timeline],
+        end=end,
+        unit=unit,
     )
     load_ax.step(xs, ys, where="post", color="black", linewidth=1.4)
     load_ax.fill_between(xs, ys, step="post", color="#bbbbbb", alpha=0.5)
@@ -95,7 +98,7 @@ def plot_result(
     for index, run in enumerate(result.runs):
         colour = _COLOURS[index % len(_COLOURS)]
         times = [r.t_seconds for r in run.timeline]
-        xs, ys = _steps(times, [r.replicas for r in run.timeline], end, unit)
+        xs, ys = _steps(times, [r.replicas for r in run.timeline], end=end, unit=unit)
         replicas_ax.step(xs, ys, where="post", color=colour, linewidth=1.8, label=run.name)
         events = [r for r in run.timeline if r.event]
         replicas_ax.plot(
@@ -105,7 +108,7 @@ def plot_result(
             color=colour,
             markersize=3,
         )
-        xs, ys = _steps(times, [r.utilization_percent for r in run.timeline], end, unit)
+        xs, ys = _steps(times, [r.utilization_percent for r in run.timeline], end=end, unit=unit)
         util_ax.step(xs, ys, where="post", color=colour, linewidth=1.3, label=run.name)
         peak = max([peak, *(y for y in ys if not math.isnan(y))])
         if run.target_percent is not None:

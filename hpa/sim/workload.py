@@ -347,10 +347,10 @@ class Deployment:
         segments.served_rate.append(served_rate)
         segments.offered_rate.append(self._load)
         if t_seconds >= 0:
-            self._record(t_seconds, usage_rate, served_rate)
+            self._record(t_seconds, usage_rate=usage_rate, served_rate=served_rate)
 
     def _record(
-        self, t_seconds: float, usage_rate: float, served_rate: float, event: str = ""
+        self, t_seconds: float, *, usage_rate: float, served_rate: float, event: str = ""
     ) -> None:
         row = TimelineRow(
             t_seconds=t_seconds,
@@ -432,7 +432,12 @@ class Deployment:
         self._begin_segment(t_seconds)
         if t_seconds >= 0:
             usage_rate, served_rate = self._rates()
-            self._record(t_seconds, usage_rate, served_rate, event=f"scale {old} -> {replicas}")
+            self._record(
+                t_seconds,
+                usage_rate=usage_rate,
+                served_rate=served_rate,
+                event=f"scale {old} -> {replicas}",
+            )
 
     def note_decision(
         self, t_seconds: float, *, desired: int | None, observed: float | None
@@ -442,7 +447,7 @@ class Deployment:
         self.observed = observed
         if t_seconds >= 0:
             usage_rate, served_rate = self._rates()
-            self._record(t_seconds, usage_rate, served_rate)
+            self._record(t_seconds, usage_rate=usage_rate, served_rate=served_rate)
 
     # ---------------------------------------------------------------------------- reads
 
@@ -459,7 +464,7 @@ class Deployment:
         end = self.pipeline.last_scrape(t_seconds)
         return end - self.pipeline.window_seconds, end
 
-    def _pod_average(self, pod: SimPod, start: float, end: float, *, cpu: bool) -> float | None:
+    def _pod_average(self, pod: SimPod, *, start: float, end: float, cpu: bool) -> float | None:
         """A pod's average CPU (milli-cores) or served requests/s over ``[start, end]``."""
         if pod.running_at > start:
             return None  # not running for the whole window: no sample yet
@@ -492,7 +497,7 @@ class Deployment:
                     common = _milli_up(average * scale)
                 samples[pod.name] = PodMetric(common, stamp, window)
                 continue
-            average_or_none = self._pod_average(pod, start, end, cpu=cpu)
+            average_or_none = self._pod_average(pod, start=start, end=end, cpu=cpu)
             if average_or_none is not None:
                 samples[pod.name] = PodMetric(_milli_up(average_or_none * scale), stamp, window)
         return samples, stamp

@@ -42,7 +42,7 @@ def run(
     )
     trace = points_trace(levels, duration_seconds=duration, description="test")
     config = SimulationConfig(initial_replicas=initial, workload=workload or WorkloadModel())
-    return simulate(hpas, trace, config)
+    return simulate(hpas, trace, config=config)
 
 
 def scale_events(result: SimulationResult) -> list[tuple[float, int, int]]:
