@@ -86,6 +86,8 @@ class HPARun:
     errors: int = 0
     first_error: str | None = None
     first_error_seconds: float | None = None
+    explanations: list[tuple[float, str]] = field(default_factory=list)
+    """``(t, explanation)`` of every reconcile that rescaled (the decision's trace, rendered)."""
 
 
 @dataclass(slots=True)
@@ -184,6 +186,8 @@ def _note(sim: _Simulated, report: ReconcileReport | None, *, t_seconds: float) 
     run.reconciles += 1
     if report is None:
         return
+    if report.scaled:
+        run.explanations.append((t_seconds, report.explanation.render()))
     if report.error is not None:
         run.errors += 1
         if run.first_error is None:

@@ -124,6 +124,19 @@ def write_timeline_json(run: HPARun, path: Path, *, result: SimulationResult) ->
         "reconciles": run.reconciles,
         "reconcileErrors": run.errors,
         "firstError": run.first_error,
+        "events": [
+            {
+                "t_seconds": recorded.t_seconds,
+                "type": recorded.event.type,
+                "reason": recorded.event.reason,
+                "message": recorded.event.message,
+            }
+            for recorded in run.events
+        ],
+        "rescales": [
+            {"t_seconds": t_seconds, "explanation": explanation}
+            for t_seconds, explanation in run.explanations
+        ],
         "columns": list(TIMELINE_COLUMNS),
         "rows": timeline_records(run),
     }

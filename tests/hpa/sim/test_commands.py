@@ -103,6 +103,11 @@ def test_simulate_a_csv_trace_to_json(
     assert document["parameters"]["sync period"] == "30s"
     assert document["trace"].startswith("CSV ")
     assert document["summary"]["scale_events"] >= 1
+    rescale = document["events"][0]
+    assert (rescale["reason"], rescale["type"]) == ("SuccessfulRescale", "Normal")
+    assert rescale["message"].startswith("New size: ")
+    assert len(document["rescales"]) == document["summary"]["scale_events"]
+    assert "rescale" in document["rescales"][0]["explanation"]
     assert {row["t_seconds"] for row in document["rows"]} >= {0, 30, 60}
     assert not (out / "plot.png").exists()
     assert "wrote" in capsys.readouterr().out
