@@ -485,8 +485,10 @@ def build_app(
     clock: Clock,
     registry: CollectorRegistry,
     identity: str | None = None,
+    on_sync_interval: Callable[[str, float], None] | None = None,
 ) -> HorizontalControllerApp:
-    """Wire the role on ``client`` (tests pass a client pointed at a fake API server)."""
+    """Wire the role on ``client`` (tests pass a client pointed at a fake API server;
+    ``bench.controller`` passes ``on_sync_interval`` to record every effective sync interval)."""
     horizontal = settings.horizontal
     hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
     pod_informer: Informer[PodRecord] = Informer(client, POD_PATH, parse=parse_pod, clock=clock)
@@ -530,6 +532,7 @@ def build_app(
         events=KubeEventRecorder(events),
         clock=clock,
         registry=registry,
+        on_sync_interval=on_sync_interval,
     )
     queue = WorkQueue(
         "horizontalpodautoscaler",

@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -448,8 +448,13 @@ class HorizontalController:
         clock: Clock,
         selector_index: HPASelectorIndex | None = None,
         registry: CollectorRegistry | None = None,
+        on_sync_interval: Callable[[str, float], None] | None = None,
     ) -> None:
+        """``on_sync_interval(key, seconds)`` is called with each effective sync interval (the
+        seconds between the starts of two reconciles of ``key``), the value the
+        ``sync_interval_seconds`` histogram observes; benchmarks use it for exact percentiles."""
         self.settings = settings
+        self._on_sync_interval = on_sync_interval
         self._horizontal = settings.horizontal
         self._hpas = hpas
         self._scales = scales
@@ -514,7 +519,10 @@ class HorizontalController:
         started = self._clock.monotonic()
         previous = self._last_sync.get(key)
         if previous is not None:
-            self.metrics.sync_interval.observe(max(0.0, started - previous))
+            interval = max(0.0, started - previous)
+            self.metrics.sync_interval.observe(interval)
+            if self._on_sync_interval is not None:
+                self._on_sync_interval(key, interval)
         self._last_sync[key] = started
         try:
             report = await self._reconcile_autoscaler(hpa, key)

@@ -988,6 +988,29 @@ async def test_the_effective_sync_interval_is_observed_per_hpa() -> None:
     assert h.sample("hpa_horizontal_controller_sync_interval_seconds_sum") == 15.0
 
 
+async def test_each_effective_sync_interval_reaches_the_observer_with_its_key() -> None:
+    h = Harness()
+    seen: list[tuple[str, float]] = []
+    controller = HorizontalController(
+        h.settings,
+        hpas=h.hpas,
+        scales=h.scales,
+        metrics=h.metrics,
+        pods=h.pods,
+        status_writer=h.hpas,
+        events=h.events,
+        clock=h.clock,
+        on_sync_interval=lambda key, seconds: seen.append((key, seconds)),
+    )
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=500)
+    await controller.reconcile_key(hpa.key)
+    await h.clock.advance(15)
+    await controller.reconcile_key(hpa.key)
+    await h.clock.advance(17)
+    await controller.reconcile_key(hpa.key)
+    assert seen == [(hpa.key, 15.0), (hpa.key, 17.0)]
+
+
 @hypothesis.settings(max_examples=200, deadline=None)
 @hypothesis.given(
     replicas=st.integers(min_value=1, max_value=8),
