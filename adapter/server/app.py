@@ -9,8 +9,8 @@ Upstream counterparts: custom-metrics-apiserver ``pkg/apiserver/installer`` (rou
 named object answers a list of one), metrics-server ``pkg/api`` (``PodMetrics``/``NodeMetrics``
 get and list with ``labelSelector``; not-found texts ``podmetrics.metrics.k8s.io "ns/name" not
 found``), and k8s.io/apiserver's handler chain (``WithAuthentication`` → 401,
-``WithAuthorization`` → 403, always-allowed health paths, ``/metrics`` authorized as a
-non-resource ``get``).
+``WithAuthorization`` → 403, always-allowed health paths, ``system:masters`` allowed without a
+review (``AlwaysAllowGroups``), ``/metrics`` authorized as a non-resource ``get``).
 
 Deliberate deviations: only JSON is served (no protobuf; clients that offer both take JSON); the
 resource metrics API lists pods and nodes from the watch cache instead of the API server.
@@ -31,10 +31,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from adapter.providers import ProviderError, custom_metric_request
 from adapter.server import discovery, openapi, status, wire
 from adapter.server.authn import Authenticator, Credentials, UserInfo
-from adapter.server.authz import AuthorizationError, Authorizer
+from adapter.server.authz import AuthorizationError, Authorizer, Decision
 from adapter.server.ports import Clock, MetricsSource, ObjectLister, ResourceMetrics
-from adapter.server.requestinfo import forbidden_message, request_attributes
-from adapter.server.settings import DEFAULT_ALWAYS_ALLOW_PATHS
+from adapter.server.requestinfo import RequestAttributes, forbidden_message, request_attributes
+from adapter.server.settings import DEFAULT_ALWAYS_ALLOW_GROUPS, DEFAULT_ALWAYS_ALLOW_PATHS
 from adapter.server.status import StatusError
 from adapter.server.telemetry import ServerMetrics
 
@@ -58,6 +58,7 @@ class Server:
     server_metrics: ServerMetrics
     explain: Explain | None = None
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    always_allow_groups: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_GROUPS
     version: str = "0.0.0"
     live: Callable[[], bool] = field(default=lambda: True)
 
@@ -100,6 +101,15 @@ def _peer_certificate(request: web.Request) -> bytes | None:
         return None
     der = ssl_object.getpeercert(binary_form=True)
     return der if der else None
+
+
+async def _authorize(
+    authorizer: Authorizer, user: UserInfo, attributes: RequestAttributes
+) -> Decision:
+    try:
+        return await authorizer.authorize(user, attributes)
+    except AuthorizationError as error:
+        raise status.internal_error(f"authorization failed: {error}") from error
 
 
 def build_app(server: Server) -> web.Application:
@@ -149,10 +159,10 @@ def build_app(server: Server) -> web.Application:
             raise status.unauthorized()
         request[USER] = user
         attributes = request_attributes(request.method, request.path, request.query)
-        try:
-            decision = await server.authorizer.authorize(user, attributes)
-        except AuthorizationError as error:
-            raise status.internal_error(f"authorization failed: {error}") from error
+        if any(group in server.always_allow_groups for group in user.groups):
+            decision = Decision(True)
+        else:
+            decision = await _authorize(server.authorizer, user, attributes)
         if not decision.allowed:
             raise status.forbidden(
                 forbidden_message(user.name, attributes),

@@ -387,4 +387,19 @@ class DelegatingAuthenticator:
                 log.warning("authentication_config_refresh_failed", error=str(error))
 
     async def authenticate(self, credentials: Credentials) -> UserInfo | None:
-        return await self._union.authenticate(credentials)
+        return with_authenticated_group(await self._union.authenticate(credentials))
+
+
+AUTHENTICATED_GROUP = "system:authenticated"
+
+
+def with_authenticated_group(user: UserInfo | None) -> UserInfo | None:
+    """``group.NewAuthenticatedGroupAdder``: every authenticated user is in
+    ``system:authenticated`` (RBAC's ``system:discovery`` and ``system:public-info-viewer``
+    grant ``/apis``, ``/openapi/*`` to it; kube-apiserver's aggregator fetches ``/openapi/v2`` as
+    ``system:aggregator`` without groups)."""
+    if user is None or AUTHENTICATED_GROUP in user.groups:
+        return user
+    return UserInfo(
+        user.name, uid=user.uid, groups=(*user.groups, AUTHENTICATED_GROUP), extra=user.extra
+    )

@@ -253,6 +253,7 @@ async def _serve(
         server_metrics=server_metrics,
         explain=explain_request if settings.debug_endpoints else None,
         always_allow_paths=settings.always_allow_paths,
+        always_allow_groups=settings.always_allow_groups,
         version=__version__,
     )
     runner = web.AppRunner(build_app(server), access_log=None, handler_cancellation=True)

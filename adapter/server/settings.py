@@ -27,6 +27,7 @@ from pathlib import Path
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
+DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class Settings:
         this long (seconds, default 10, at most 10).
       always_allow_paths: served without authentication or authorization (default
         ``/healthz``, ``/readyz``, ``/livez``; ``--authorization-always-allow-paths``).
+      always_allow_groups: users in these groups are authorized without a SubjectAccessReview
+        (default ``system:masters``, upstream's ``AlwaysAllowGroups``; no flag, as upstream).
       kubeconfig: kubeconfig for every Kubernetes API call (pod watch, TokenReview, SAR, the
         ConfigMap); None means in-cluster (``--lister-kubeconfig``/``--kubeconfig``).
     Metrics (prometheus-adapter):
@@ -100,6 +103,7 @@ class Settings:
     authentication_cache_ttl_seconds: float = 10.0
     authorization_cache_ttl_seconds: float = 10.0
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    always_allow_groups: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_GROUPS
     kubeconfig: Path | None = None
     config_check_interval_seconds: float = 10.0
     prometheus_url: str = "https://localhost"

@@ -76,7 +76,7 @@ async def test_certificate_from_another_trusted_ca_does_not_vouch_for_headers(
     assert status["reason"] == "Forbidden"
     assert 'User "carol" cannot get resource "pods/m"' in status["message"]
     assert s.kube.access_reviews[0]["spec"]["user"] == "carol"
-    assert s.kube.access_reviews[0]["spec"]["groups"] == ["devs"]
+    assert s.kube.access_reviews[0]["spec"]["groups"] == ["devs", "system:authenticated"]
 
 
 async def test_certificate_from_an_unknown_ca_fails_the_handshake(tmp_path: Path) -> None:
@@ -101,6 +101,10 @@ async def test_bearer_token_through_token_review_is_cached_for_the_ttl(tmp_path:
         await s.get(PATH, cert=None, headers={"Authorization": "Bearer good"})
         bad = await s.get(PATH, cert=None, headers={"Authorization": "Bearer bad"})
     assert ok[0] == again[0] == 200
+    assert s.kube.access_reviews[0]["spec"]["groups"] == [
+        "system:serviceaccounts",
+        "system:authenticated",
+    ]
     assert reviews_within_ttl == 1
     assert len(s.kube.token_reviews) == 3
     assert s.kube.token_reviews[0]["spec"] == {"token": "good"}
@@ -114,4 +118,33 @@ async def test_health_is_served_without_any_credentials_over_tls(tmp_path: Path)
             assert await s.get(path, cert=None) == (200, b"ok")
         metrics = await s.get("/metrics", cert=None)
     assert metrics[0] == 401
+    assert s.kube.access_reviews == []
+
+
+async def test_aggregator_identity_without_groups_gets_system_authenticated(tmp_path: Path) -> None:
+    """kube-apiserver fetches /openapi/v2 as ``system:aggregator`` with no group headers; RBAC
+    grants /openapi/* to ``system:authenticated``, which every authenticated user is in."""
+    async with running_server(tmp_path, sar_allowed={"system:aggregator"}) as s:
+        code, body = await s.get(
+            "/openapi/v2",
+            cert=s.pki.front_proxy_client,
+            headers={"X-Remote-User": "system:aggregator"},
+        )
+    assert code == 200
+    assert orjson.loads(body)["swagger"] == "2.0"
+    assert s.kube.access_reviews[0]["spec"]["groups"] == ["system:authenticated"]
+    assert s.kube.access_reviews[0]["spec"]["nonResourceAttributes"] == {
+        "path": "/openapi/v2",
+        "verb": "get",
+    }
+
+
+async def test_system_masters_are_allowed_without_a_review(tmp_path: Path) -> None:
+    async with running_server(tmp_path, sar_allowed=set()) as s:
+        code, _ = await s.get(
+            "/apis",
+            cert=s.pki.front_proxy_client,
+            headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"},
+        )
+    assert code == 200
     assert s.kube.access_reviews == []
