@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import logging
 import math
 import resource
@@ -239,7 +240,13 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
             counts_before = await fetch_counts(session, url)
             cpu_before = cpu_seconds()
             reconciles_before = reconciles_total(registry)
+            profiler = cProfile.Profile() if args.profile else None
+            if profiler is not None:
+                profiler.enable()
             await asyncio.sleep(period * steady_periods)
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(args.profile)
             cpu_after = cpu_seconds()
             reconciles_after = reconciles_total(registry)
             counts_after = await fetch_counts(session, url)
@@ -370,6 +377,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kube-api-qps", type=float, default=2000.0)
     parser.add_argument("--kube-api-burst", type=int, default=4000)
     parser.add_argument("--metric-timeout", type=float, default=10.0, help="seconds")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="write a cProfile of the steady window to FILE"
+    )
     args = parser.parse_args(argv)
     if args.periods < 2:
         parser.error("--periods must be at least 2 (one warm-up period, then steady ones)")

@@ -22,7 +22,15 @@ Deliberate deviations:
   every requeue by the sync period), so a key that raises unexpectedly is retried soon but not
   in a hot loop;
 * converted HPAs and pods are cached per ``resourceVersion`` so a reconcile converts only what
-  changed.
+  changed;
+* the Scale of a built-in target (``apps`` Deployment, StatefulSet, ReplicaSet) is read from
+  informers of those kinds (:class:`InformerScaleClient`: ``spec.replicas``, ``status.replicas``,
+  the selector and the object's resourceVersion, which is the Scale's), so a steady HPA costs no
+  API request; writes still go through ``/scale`` with that resourceVersion, and a stale read
+  ends in 409 and a fresh ``GET /scale`` (the controller's conflict path). Upstream GETs ``/scale``
+  every sync. Other kinds, targets missing from the cache and workload informers that have not
+  synced (e.g. no RBAC to list them) use ``GET /scale`` as before; readiness does not wait for the
+  workload informers.
 """
 
 from __future__ import annotations
@@ -30,11 +38,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +77,15 @@ from hpa.kube.events import EventRecorder, hpa_reference
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import EventHandler, Informer, Store, wait_all_synced
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
-from hpa.kube.records import HpaRecord, PodRecord, ScaleTargetRef, parse_hpa, parse_pod
+from hpa.kube.records import (
+    HpaRecord,
+    PodRecord,
+    ScaleTargetRef,
+    WorkloadRecord,
+    parse_hpa,
+    parse_pod,
+    parse_workload,
+)
 from hpa.kube.selector import Selector
 from hpa.metrics.duration import DurationError, parse_duration_seconds
 from hpa.metrics.rest import RESTMetricsClient
@@ -78,6 +95,7 @@ __all__ = [
     "HorizontalControllerApp",
     "InformerHPALister",
     "InformerPodLister",
+    "InformerScaleClient",
     "KubeEventRecorder",
     "KubeScaleClient",
     "KubeStatusWriter",
@@ -92,6 +110,12 @@ log = structlog.get_logger("hpa.app.controller")
 
 HPA_PATH = "/apis/autoscaling/v2/horizontalpodautoscalers"
 POD_PATH = "/api/v1/pods"
+WORKLOAD_PATHS: Mapping[str, str] = {
+    "Deployment": "/apis/apps/v1/deployments",
+    "StatefulSet": "/apis/apps/v1/statefulsets",
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+}
+"""The built-in scale targets whose Scale is read from an informer (group ``apps``)."""
 
 
 # ---------------------------------------------------------------------------------- settings
@@ -297,6 +321,80 @@ class KubeScaleClient:
         return ScaleUpdated(_snapshot(result.scale))
 
 
+def scale_from_workload(record: WorkloadRecord) -> kube_scale.Scale:
+    """The ``autoscaling/v1`` Scale the API server would answer for a Deployment, StatefulSet or
+    ReplicaSet: ``spec.replicas``, ``status.replicas``, the selector in string form and the
+    object's resourceVersion (a subresource shares its object's)."""
+    selector = record.selector.to_string()
+    return kube_scale.Scale(
+        namespace=record.namespace,
+        name=record.name,
+        resource_version=record.resource_version,
+        spec_replicas=record.spec_replicas,
+        status_replicas=record.status_replicas,
+        selector=selector,
+        raw={
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                "name": record.name,
+                "namespace": record.namespace,
+                "resourceVersion": record.resource_version,
+            },
+            "spec": {"replicas": record.spec_replicas},
+            "status": {"replicas": record.status_replicas, "selector": selector},
+        },
+    )
+
+
+class InformerScaleClient:
+    """``ScaleClient`` reading built-in targets from workload informers, writing via ``/scale``.
+
+    ``informers`` maps a kind of group ``apps`` to its informer. A target of another group or
+    kind, one not in the cache, one whose selector does not parse, or any target while its
+    kind's informer has not synced, is read with ``GET /scale`` through ``live``. Updates always
+    go through ``live`` (``PUT /scale`` guarded by the read's resourceVersion).
+    """
+
+    def __init__(
+        self, informers: Mapping[str, Informer[WorkloadRecord]], live: KubeScaleClient
+    ) -> None:
+        self._informers = informers
+        self._live = live
+        self.cached_reads = 0
+        self.live_reads = 0
+
+    def _cached(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot | None:
+        group, _, _ = target.api_version.rpartition("/")
+        if group != "apps":
+            return None
+        informer = self._informers.get(target.kind)
+        if informer is None or not informer.has_synced():
+            return None
+        record = informer.store.get_by_name(namespace, target.name)
+        if record is None or record.selector.matches_nothing:
+            return None
+        return _snapshot(scale_from_workload(record))
+
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+        cached = self._cached(namespace, target)
+        if cached is not None:
+            self.cached_reads += 1
+            return cached
+        self.live_reads += 1
+        return await self._live.get_scale(namespace, target)
+
+    async def update_scale(
+        self,
+        namespace: str,
+        target: CrossVersionObjectReference,
+        *,
+        scale: ScaleSnapshot,
+        replicas: int,
+    ) -> ScaleUpdateResult:
+        return await self._live.update_scale(namespace, target, scale=scale, replicas=replicas)
+
+
 class KubeStatusWriter:
     """``HorizontalPodAutoscalerStatusWriter`` over ``hpa.kube.status.StatusWriter`` (which
     sends the informer's raw object back, unknown fields included)."""
@@ -355,6 +453,7 @@ class HorizontalControllerApp:
     registry: CollectorRegistry
     hpa_informer: Informer[HpaRecord]
     pod_informer: Informer[PodRecord]
+    workload_informers: Mapping[str, Informer[WorkloadRecord]]
     events: EventRecorder
     controller: HorizontalController
     queue: WorkQueue
@@ -434,13 +533,20 @@ class HorizontalControllerApp:
     async def run(self) -> None:
         """One TaskGroup: informers, events, HTTP and the (leader-gated) work loop."""
         async with asyncio.TaskGroup() as group:
-            for name, job in (
+            jobs: list[tuple[str, Callable[[], Awaitable[None]]]] = [
                 ("informer:horizontalpodautoscalers", self.hpa_informer.run),
                 ("informer:pods", self.pod_informer.run),
+            ]
+            jobs += [
+                (f"informer:{informer.path.rpartition('/')[2]}", informer.run)
+                for informer in self.workload_informers.values()
+            ]
+            jobs += [
                 ("event-recorder", self.events.run),
                 ("http", self.serve_http),
                 ("work", self.work),
-            ):
+            ]
+            for name, job in jobs:
                 group.create_task(_guarded(name, job), name=name)
 
 
@@ -492,6 +598,12 @@ def build_app(
     horizontal = settings.horizontal
     hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
     pod_informer: Informer[PodRecord] = Informer(client, POD_PATH, parse=parse_pod, clock=clock)
+    workload_informers: dict[str, Informer[WorkloadRecord]] = {
+        kind: Informer(
+            client, path, parse=functools.partial(parse_workload, kind=kind), clock=clock
+        )
+        for kind, path in WORKLOAD_PATHS.items()
+    }
     elector: LeaderElector | None = None
     fence: Fence = Unfenced()
     if settings.leader_elect:
@@ -515,10 +627,13 @@ def build_app(
     controller = HorizontalController(
         horizontal,
         hpas=InformerHPALister(hpa_informer.store),
-        scales=KubeScaleClient(
-            kube_scale.ScaleClient(
-                client, kube_scale.ResourceMapper(client, clock=clock), fence=fence
-            )
+        scales=InformerScaleClient(
+            workload_informers,
+            KubeScaleClient(
+                kube_scale.ScaleClient(
+                    client, kube_scale.ResourceMapper(client, clock=clock), fence=fence
+                )
+            ),
         ),
         metrics=RESTMetricsClient(
             client,
@@ -570,6 +685,7 @@ def build_app(
         registry=registry,
         hpa_informer=hpa_informer,
         pod_informer=pod_informer,
+        workload_informers=workload_informers,
         events=events,
         controller=controller,
         queue=queue,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,9 +16,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from hpa.app.controller import (
+    WORKLOAD_PATHS,
     ControllerAppSettings,
     HorizontalControllerApp,
     InformerHPALister,
+    InformerScaleClient,
     KubeScaleClient,
     add_flags,
     build_app,
@@ -27,8 +30,8 @@ from hpa.controllers.ports import ScaleConflict, ScaleUpdated
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube.client import KubeClient, RetryPolicy
-from hpa.kube.informer import Store
-from hpa.kube.records import HpaRecord, parse_hpa
+from hpa.kube.informer import Informer, Store
+from hpa.kube.records import HpaRecord, WorkloadRecord, parse_hpa, parse_workload
 from hpa.kube.scale import ResourceMapper, ScaleClient
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
@@ -295,3 +298,121 @@ async def test_the_scale_adapter_turns_a_409_into_a_conflict_with_a_fresh_read(
     written = await scales.update_scale("default", web, scale=result.current, replicas=5)
     assert isinstance(written, ScaleUpdated)
     assert await replicas(kube) == 5
+
+
+SCALE_PATH = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+WEB = CrossVersionObjectReference("Deployment", "web", "apps/v1")
+
+
+async def test_a_steady_hpa_costs_no_api_request_per_sync(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="500m")  # 50 % of the request: at target, nothing to do
+    clock = FakeClock()
+    app = build_app(settings(), kube, clock=clock, registry=CollectorRegistry(), identity="me")
+    task = await start(app)
+    try:
+
+        async def status_written() -> bool:
+            return (await hpa_status(kube)).get("desiredReplicas") == 2
+
+        await eventually(status_written)
+        first = app.controller.last_report("default/web")
+        assert first is not None
+        apiserver.requests.clear()
+        await clock.advance(15.0)  # one sync period: the resync comes back
+
+        async def resynced() -> bool:
+            report = app.controller.last_report("default/web")
+            return report is not None and report.at > first.at
+
+        await eventually(resynced)
+        await app.events.flush()
+        writes_and_reads = [
+            (r.method, r.path)
+            for r in apiserver.requests
+            if not r.path.startswith("/apis/metrics.k8s.io")
+            and "/leases" not in r.path
+            and r.query.get("watch") != "true"
+        ]
+        assert writes_and_reads == [], "no /scale GET, no status write, no event"
+        report = app.controller.last_report("default/web")
+        assert report is not None
+        assert (report.current_replicas, report.desired_replicas) == (2, 2)
+    finally:
+        await stop(task)
+
+
+async def synced_deployments(kube: KubeClient) -> Informer[WorkloadRecord]:
+    """A Deployment informer that listed once and stopped watching (its cache goes stale)."""
+    informer: Informer[WorkloadRecord] = Informer(
+        kube,
+        WORKLOAD_PATHS["Deployment"],
+        parse=functools.partial(parse_workload, kind="Deployment"),
+        clock=FakeClock(),
+    )
+    running = asyncio.create_task(informer.run())
+    await asyncio.wait_for(informer.wait_synced(), 5.0)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    return informer
+
+
+def live_scales(kube: KubeClient) -> KubeScaleClient:
+    return KubeScaleClient(ScaleClient(kube, ResourceMapper(kube, clock=FakeClock())))
+
+
+async def test_a_stale_cached_scale_is_refused_and_the_conflict_carries_a_fresh_read(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="1")
+    scales = InformerScaleClient({"Deployment": await synced_deployments(kube)}, live_scales(kube))
+    cached = await scales.get_scale("default", WEB)
+    assert (cached.spec_replicas, cached.status_replicas, cached.selector) == (2, 2, "app=web")
+    assert apiserver.requests_to("GET", SCALE_PATH) == []
+    deployment = await kube.get("/apis/apps/v1/namespaces/default/deployments/web")
+    deployment["spec"]["replicas"] = 3  # another writer; the stopped informer does not see it
+    await kube.put("/apis/apps/v1/namespaces/default/deployments/web", deployment)
+
+    result = await scales.update_scale("default", WEB, scale=cached, replicas=5)
+
+    assert isinstance(result, ScaleConflict)
+    assert result.current.spec_replicas == 3
+    assert await replicas(kube) == 3, "nothing was written"
+    written = await scales.update_scale("default", WEB, scale=result.current, replicas=5)
+    assert isinstance(written, ScaleUpdated)
+    assert await replicas(kube) == 5
+
+
+async def test_a_fresh_cached_scale_is_written_through_the_scale_subresource(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="1")
+    scales = InformerScaleClient({"Deployment": await synced_deployments(kube)}, live_scales(kube))
+    cached = await scales.get_scale("default", WEB)
+    written = await scales.update_scale("default", WEB, scale=cached, replicas=4)
+    assert isinstance(written, ScaleUpdated)
+    assert await replicas(kube) == 4
+    assert len(apiserver.requests_to("PUT", SCALE_PATH)) == 1
+
+
+async def test_targets_the_informers_cannot_answer_are_read_with_get_scale(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="1")
+    never_synced: Informer[WorkloadRecord] = Informer(
+        kube,
+        WORKLOAD_PATHS["Deployment"],
+        parse=functools.partial(parse_workload, kind="Deployment"),
+        clock=FakeClock(),
+    )
+    unsynced = InformerScaleClient({"Deployment": never_synced}, live_scales(kube))
+    assert (await unsynced.get_scale("default", WEB)).spec_replicas == 2
+    assert (unsynced.live_reads, unsynced.cached_reads) == (1, 0)
+
+    synced = InformerScaleClient({"Deployment": await synced_deployments(kube)}, live_scales(kube))
+    missing = CrossVersionObjectReference("Deployment", "gone", "apps/v1")
+    with pytest.raises(Exception, match="not found"):
+        await synced.get_scale("default", missing)
+    assert (synced.live_reads, synced.cached_reads) == (1, 0)
+    assert len(apiserver.requests_to("GET", SCALE_PATH)) == 1
