@@ -140,7 +140,7 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="replicas at the start (default: each HPA's minReplicas)",
+        help="replicas at the start (default: each HPA's minReplicas, at least 1)",
     )
     pipeline = parser.add_argument_group("metric pipeline")
     pipeline.add_argument(

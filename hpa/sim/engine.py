@@ -51,7 +51,8 @@ class SimulationConfig:
     pipeline: MetricPipeline = field(default_factory=MetricPipeline)
     settings: HorizontalControllerSettings = field(default_factory=HorizontalControllerSettings)
     initial_replicas: int | None = None
-    """Replicas at ``t = 0`` (Ready for an hour already); ``None``: each HPA's minReplicas."""
+    """Replicas at ``t = 0`` (Ready for an hour already); ``None``: each HPA's minReplicas (1 when
+    minReplicas is 0: a target at zero the HPA did not put there is left alone upstream)."""
 
     def describe(self) -> list[tuple[str, str]]:
         """Every parameter of the run, for the output's header."""
@@ -66,7 +67,9 @@ class SimulationConfig:
             ("initial readiness delay", f"{s.initial_readiness_delay_seconds:g}s"),
             (
                 "initial replicas",
-                "minReplicas" if self.initial_replicas is None else str(self.initial_replicas),
+                "max(minReplicas, 1)"
+                if self.initial_replicas is None
+                else str(self.initial_replicas),
             ),
         ]
 
@@ -136,7 +139,10 @@ def _build(
     hpa = manifest.hpa
     spec = hpa.spec
     min_replicas = spec.min_replicas if spec.min_replicas is not None else 1
-    replicas = config.initial_replicas if config.initial_replicas is not None else min_replicas
+    # minReplicas 0 starts at one pod: a target at zero that the HPA did not put there is in
+    # maintenance mode upstream (ScalingDisabled), which is not what a simulation is after
+    default_replicas = max(min_replicas, 1)
+    replicas = config.initial_replicas if config.initial_replicas is not None else default_replicas
     container = "app"
     for metric in spec.metrics:
         if metric.container_resource is not None:
