@@ -16,6 +16,11 @@ Deliberate deviations:
   second write. POST and PATCH are not retried on transport errors.
 - the token bucket reserves a token and sleeps for the deficit, like ``rate.Limiter.Wait``;
   ``qps <= 0`` disables limiting.
+- HTTP/1.1 carries one request per connection at a time (client-go multiplexes over one HTTP/2
+  connection), so up to ``max_connections`` (default 100) are kept to the API server: a slow
+  aggregated metrics call holds one connection, not the whole client. The proxy from the
+  environment (``HTTPS_PROXY``/``NO_PROXY``) is resolved once when the client is loaded, not on
+  every request (aiohttp's ``trust_env`` looks it up, and ``~/.netrc``, in a thread per request).
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import aiohttp
+import aiohttp.helpers
 import orjson
 import structlog
 from prometheus_client import CollectorRegistry, Counter
+from yarl import URL
 
 from hpa.kube.clock import Clock, SystemClock
 
@@ -327,8 +334,11 @@ class KubeClient:
         server_hostname: str | None = None,
         metrics: ClientMetrics | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        proxy: str | None = None,
     ) -> None:
+        """``proxy``: the HTTP proxy every request goes through (``None``: direct)."""
         self.base_url = base_url.rstrip("/")
+        self._proxy = proxy
         self.clock = clock or SystemClock()
         self._session = session
         self._auth = auth
@@ -362,9 +372,12 @@ class KubeClient:
                 self._metrics.rate_limiter_wait.inc(waited)
 
     def _request_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
         if self._server_hostname:
-            return {"server_hostname": self._server_hostname}
-        return {}
+            kwargs["server_hostname"] = self._server_hostname
+        if self._proxy:
+            kwargs["proxy"] = self._proxy
+        return kwargs
 
     async def request_bytes(
         self,
@@ -529,6 +542,8 @@ class ClientSettings:
     - ``qps`` (requests/second, default 20) and ``burst`` (requests, default 30):
       ``--kube-api-qps`` and ``--kube-api-burst`` as in kube-controller-manager.
     - ``request_timeout_seconds`` (default 30): each non-watch request.
+    - ``max_connections`` (default 100): HTTP/1.1 connections kept to the API server (each
+      carries one request at a time; watches hold one each).
     """
 
     kubeconfig_path: str | None = None
@@ -537,6 +552,7 @@ class ClientSettings:
     burst: int = 30
     request_timeout_seconds: float = 30.0
     user_agent: str = "hpa"
+    max_connections: int = 100
 
 
 async def load_client(
@@ -562,8 +578,18 @@ async def load_client(
             context=settings.context,
             client_configuration=configuration,
         )
+    configuration.connection_pool_maxsize = settings.max_connections
     api_client = k8s_client.ApiClient(configuration)
-    session: aiohttp.ClientSession = api_client.rest_client.pool_manager
+    pooled: aiohttp.ClientSession = api_client.rest_client.pool_manager
+    # the same connector (and TLS context), without trust_env's per-request proxy/netrc lookups
+    session = aiohttp.ClientSession(
+        connector=pooled.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
+    )
+    proxy = environment_proxy(str(configuration.host))
+
+    async def close() -> None:
+        await session.close()
+        await api_client.close()
 
     async def auth() -> Mapping[str, str]:
         auth_settings = await configuration.auth_settings()
@@ -588,8 +614,18 @@ async def load_client(
         user_agent=settings.user_agent,
         server_hostname=getattr(configuration, "tls_server_name", None),
         metrics=ClientMetrics(registry) if registry is not None else None,
-        on_close=api_client.close,
+        on_close=close,
+        proxy=proxy,
     )
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` give for ``url`` (``None``: none)."""
+    try:
+        proxy, _ = aiohttp.helpers.get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None
+    return str(proxy)
 
 
 async def aclose_quietly(client: KubeClient) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -14,6 +15,7 @@ from hpa.kube.client import (
     AlreadyExistsError,
     ApiStatus,
     BadRequestError,
+    ClientSettings,
     ConflictError,
     GoneError,
     InvalidError,
@@ -24,7 +26,9 @@ from hpa.kube.client import (
     TokenBucket,
     TooManyRequestsError,
     TransportError,
+    environment_proxy,
     error_for_status,
+    load_client,
     parse_retry_after,
 )
 from tests.fakes.apiserver import FakeApiServer
@@ -262,3 +266,40 @@ async def test_opening_a_watch_on_a_missing_resource_raises_the_typed_error(
     async with contextlib.aclosing(stream):
         with pytest.raises(NotFoundError):
             await anext(stream)
+
+
+def test_the_environment_proxy_is_resolved_for_the_api_server_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert environment_proxy("https://10.0.0.1:6443") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert environment_proxy("https://10.0.0.1:6443") == "http://proxy.example:3128"
+    monkeypatch.setenv("NO_PROXY", "10.0.0.1")
+    assert environment_proxy("https://10.0.0.1:6443") is None
+
+
+async def test_a_loaded_client_talks_to_the_kubeconfig_server(
+    apiserver: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: c\n  cluster:\n    server: {apiserver.url}\n"
+        "users:\n- name: u\n  user: {}\n"
+        "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+        "current-context: x\n"
+    )
+    client = await load_client(
+        ClientSettings(kubeconfig_path=str(kubeconfig), qps=0, max_connections=3)
+    )
+    try:
+        created = await client.post(PODS, {"metadata": {"name": "a", "namespace": "default"}})
+        assert created["metadata"]["name"] == "a"
+        listed = await asyncio.gather(*(client.list(PODS) for _ in range(10)))
+        assert all(len(page["items"]) == 1 for page in listed)
+    finally:
+        await client.close()
