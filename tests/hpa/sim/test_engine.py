@@ -273,3 +273,37 @@ def test_several_hpas_share_the_trace_but_not_their_pods() -> None:
     assert [row.replicas for row in fast.timeline if row.event] == [10, 100, 1000]
     # no behavior: the legacy limit max(2 x current, 4) per sync
     assert [row.replicas for row in default.timeline if row.event][:4] == [4, 8, 16, 32]
+
+
+def test_min_replicas_0_with_an_external_metric_scales_to_zero_and_wakes_up() -> None:
+    """KEP-2021 through the controller: the HPA puts the target at zero when the queue is empty
+    and brings it back when requests arrive again."""
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: queue}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
+  minReplicas: 0
+  maxReplicas: 20
+  metrics:
+  - type: External
+    external:
+      metric: {name: queue_rps}
+      target: {type: AverageValue, averageValue: "20"}
+"""
+    hpas = parse_manifests(text, source="test")
+    trace = points_trace([(0, 40), (60, 0), (900, 100)], duration_seconds=1200, description="t")
+
+    result = simulate(hpas, trace)
+
+    events = scale_events(result)
+    assert events[0] == (0.0, 1, 2)  # 40 req/s at 20 per pod, seen at the first sync
+    # no behavior: the legacy window keeps recommendations not older than 300 s (inclusive, unlike
+    # the behavior window), so the 60 s recommendation holds through 360 s
+    assert events[1] == (375.0, 2, 0)
+    # woken by the queue: at most max(2 x 0, 4) on the first sync, then 100 req/s at 20 per pod
+    assert events[2:] == [(915, 0, 4), (930, 4, 5)]
+    timeline = result.runs[0].timeline
+    assert min(row.replicas for row in timeline) == 0
+    assert timeline[-1].ready_pods == 5
