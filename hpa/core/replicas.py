@@ -33,6 +33,18 @@ float-to-integer conversion that Go leaves implementation-defined (NaN, ``±Inf`
 gives what the amd64 build of the controller gives (the "integer indefinite" value ``MinInt32`` /
 ``MinInt64``). Go's ``time.Time`` zero value ("no timestamp") is ``None``.
 
+Speed without a different result: ``GetResourceUtilizationRatio`` and ``GetMetricUsageRatio`` sum
+exactly and wrap to int64 once (wrapping is reduction modulo 2**64, so this equals Go's wrap after
+every addition). The per-pod calculators group the pods in one pass that also sums the ready pods'
+samples and requests (``calculateRequests`` for pods without init containers or pod-level
+requests), and first try the common case in a tighter loop: every pod running, not deleted,
+sampled and, for CPU, Ready and past its initialization period, checked as ``start <= now -
+period`` when the pod's ``start_time`` has ``now``'s tzinfo object (equivalent to upstream's
+``start + period > now`` being false, since Python adds and compares wall-clock times within one
+tzinfo). Any pod outside that case, repeated pod names, init containers, pod-level requests and
+containers without a request or name take the pod-by-pod port. ``tests/hpa/core/
+test_replicas_differential.py`` checks both against the straightforward port on random pod sets.
+
 Feature gates read by this code are parameters: ``PodLevelResources``
 (``pod_level_resources_enabled``, on by default as upstream since it went beta);
 ``HPAConfigurableTolerance`` is applied by the caller when it derives the :class:`Tolerances`.
@@ -43,6 +55,7 @@ Deliberate deviations: none.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -186,6 +199,10 @@ class PodMetric:
     value_milli: int
     timestamp: datetime | None = None
     window_seconds: float = 0.0
+
+
+_VALUE_MILLI = operator.attrgetter("value_milli")
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -351,17 +368,31 @@ def get_resource_utilization_ratio(
     :class:`ReplicaCalculationError` ``no metrics returned matched known pods`` when no sample
     matches a request.
     """
+    # Go wraps each addition to int64; wrapping is reduction modulo 2**64, so wrapping the exact
+    # sum once gives the same value as wrapping after every addition.
     metrics_total = 0
     requests_total = 0
     num_entries = 0
+    request_of = requests.get
     for pod_name, metric in metrics.items():
-        request = requests.get(pod_name)
+        request = request_of(pod_name)
         if request is None:
             # we check for missing requests elsewhere, so missing requests == extraneous metrics
             continue
-        metrics_total = _wrap_int64(metrics_total + metric.value_milli)
-        requests_total = _wrap_int64(requests_total + request)
+        metrics_total += metric.value_milli
+        requests_total += request
         num_entries += 1
+    return _resource_utilization_ratio_of_totals(
+        metrics_total, requests_total, num_entries, target_utilization
+    )
+
+
+def _resource_utilization_ratio_of_totals(
+    metrics_total: int, requests_total: int, num_entries: int, target_utilization: int
+) -> tuple[float, int, int]:
+    """The tail of ``GetResourceUtilizationRatio`` from the exact (unwrapped) sums."""
+    metrics_total = _wrap_int64(metrics_total)
+    requests_total = _wrap_int64(requests_total)
     if requests_total == 0:
         raise ReplicaCalculationError("no metrics returned matched known pods")
     utilization = _wrap_int32(_go_quo(_wrap_int64(metrics_total * 100), requests_total))
@@ -373,9 +404,8 @@ def get_metric_usage_ratio(
     metrics: Mapping[str, PodMetric], target_usage: int
 ) -> tuple[float, int]:
     """``GetMetricUsageRatio``: ``(usage_ratio, average_usage_milli)`` over every sample."""
-    metrics_total = 0
-    for metric in metrics.values():
-        metrics_total = _wrap_int64(metrics_total + metric.value_milli)
+    # one int64 wrap of the exact sum equals Go's wrap after every addition (arithmetic mod 2**64)
+    metrics_total = _wrap_int64(sum(map(_VALUE_MILLI, metrics.values())))
     usage = _go_quo(metrics_total, len(metrics))
     return _go_fdiv(float(usage), float(target_usage)), usage
 
@@ -401,41 +431,250 @@ def group_pods(
     ready since start (``start + initial readiness delay`` after the transition). ``resource`` is
     ``""`` for custom metrics. Comparisons are strict, as Go's ``After``/``Before``.
     """
+    return _group_pods(
+        pods,
+        metrics,
+        resource=resource,
+        now=now,
+        cpu_initialization_period_seconds=cpu_initialization_period_seconds,
+        initial_readiness_delay_seconds=initial_readiness_delay_seconds,
+    ).groups
+
+
+@dataclass(slots=True)
+class _Grouping:
+    """:func:`group_pods`' result, plus what the resource calculator needs from the same pass.
+
+    With ``request_resource`` given to :func:`_group_pods`, ``ready_metrics_total`` and
+    ``ready_requests_total`` are the exact (unwrapped) sums of the ready pods' samples and
+    requests, or ``None`` when a pod needs the general request path (init containers, pod-level
+    requests, a missing request) or pod names repeat. ``requests`` is every pod's request
+    (``calculate_pod_requests``) when the pass computed it pod by pod, ``None`` otherwise.
+    ``unique_names`` is true when the pod names are known to be unique.
+    """
+
+    groups: PodGroups
+    requests: dict[str, int] | None = None
+    ready_metrics_total: int | None = None
+    ready_requests_total: int | None = None
+    unique_names: bool = False
+
+
+_NAME = operator.attrgetter("name")
+
+
+def _group_pods_if_all_ready(
+    pods: Sequence[PodInfo],
+    metrics: Mapping[str, PodMetric],
+    *,
+    is_cpu: bool,
+    initialized_before: datetime | None,
+    now_tzinfo: object,
+    request_resource: str | None,
+    pod_level_resources_enabled: bool,
+) -> _Grouping | None:
+    """:func:`_group_pods` when every pod is plainly ready, else ``None``.
+
+    Plainly ready: running, not deleted, with a sample and, for CPU, Ready=True and started at or
+    before ``initialized_before`` with ``now``'s tzinfo object (see :func:`_group_pods`); with a
+    ``request_resource``, also without init containers or pod-level requests (gate on) and with
+    every container named and requesting it, so that the pod's request is the sum over its
+    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this loop does
+    only those checks and stops at the first pod that is not plainly ready; the caller then takes
+    the pod-by-pod port.
+    """
+    if is_cpu and initialized_before is None:
+        return None
+    threshold = initialized_before if initialized_before is not None else GO_ZERO_TIME
+    requested = request_resource or ""
+    running = PodPhase.RUNNING
+    condition_true = ConditionStatus.TRUE
+    metric_of = metrics.get
+    with_requests = request_resource is not None
+    requests: dict[str, int] = {}
+    metrics_total = 0
+    requests_total = 0
+    try:
+        for pod in pods:
+            if pod.phase != running or pod.deletion_timestamp is not None:
+                return None
+            name = pod.name
+            metric = metric_of(name)
+            if metric is None:
+                return None
+            if is_cpu:
+                condition = pod.ready_condition
+                start_time = pod.start_time
+                if (
+                    condition is None
+                    or condition.status != condition_true
+                    or start_time is None
+                    or start_time.tzinfo is not now_tzinfo
+                    or start_time > threshold
+                ):
+                    return None
+            metrics_total += metric.value_milli
+            if with_requests:
+                if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
+                    return None
+                request = 0
+                for container in pod.containers:
+                    if not container.name:
+                        return None
+                    # a missing request is None, and adding it raises TypeError (handled below)
+                    request += container.requests_milli.get(requested)  # type: ignore[operator]
+                requests[name] = request
+                requests_total += request
+    except TypeError:
+        return None
+    groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
+    if not with_requests:
+        return _Grouping(groups)
+    # the requests map holds each name once: the sums stand for the samples' sums only then
+    unique_names = len(requests) == len(pods)
+    return _Grouping(
+        groups,
+        requests,
+        metrics_total if unique_names else None,
+        requests_total if unique_names else None,
+        unique_names,
+    )
+
+
+def _group_pods(
+    pods: Sequence[PodInfo],
+    metrics: Mapping[str, PodMetric],
+    *,
+    resource: str,
+    now: datetime,
+    cpu_initialization_period_seconds: float,
+    initial_readiness_delay_seconds: float,
+    request_resource: str | None = None,
+    pod_level_resources_enabled: bool = True,
+) -> _Grouping:
+    """``groupPods``, optionally with the request sums of ``calculateRequests`` over ready pods.
+
+    The sums over the ready pods equal ``GetResourceUtilizationRatio``'s sums when pod names are
+    unique: then the samples left after ``removeMetricsForPods`` that have a request are exactly
+    the ready pods' samples. First a column-wise check for the common case (every pod ready), then
+    the pod-by-pod port of ``groupPods``.
+    """
     cpu_initialization_period = timedelta(seconds=cpu_initialization_period_seconds)
     initial_readiness_delay = timedelta(seconds=initial_readiness_delay_seconds)
+    is_cpu = resource == RESOURCE_CPU
+    # A pod that started at or before ``now - period`` is past its CPU initialization period
+    # (``start + period > now`` is false). With the same tzinfo object on both sides, Python adds
+    # and compares wall-clock times exactly, so the two comparisons agree; any other pod (and a
+    # ``now`` too close to ``datetime.min``) takes the exact expression.
+    initialized_before: datetime | None
+    try:
+        initialized_before = now - cpu_initialization_period
+    except OverflowError:
+        initialized_before = None
+
+    now_tzinfo = now.tzinfo
+    grouping = _group_pods_if_all_ready(
+        pods,
+        metrics,
+        is_cpu=is_cpu,
+        initialized_before=initialized_before,
+        now_tzinfo=now_tzinfo,
+        request_resource=request_resource,
+        pod_level_resources_enabled=pod_level_resources_enabled,
+    )
+    if grouping is not None:
+        return grouping
+
     ready_pod_count = 0
     unready: set[str] = set()
     missing: set[str] = set()
     ignored: set[str] = set()
+    metric_of = metrics.get
+    running = PodPhase.RUNNING
+    condition_false = ConditionStatus.FALSE
+    requested = request_resource or ""
+    requests: dict[str, int] | None = {} if request_resource is not None else None
+    metrics_total = 0
+    requests_total = 0
+    request = 0
     for pod in pods:
-        if pod.deletion_timestamp is not None or pod.phase == PodPhase.FAILED:
-            ignored.add(pod.name)
-            continue
-        # Pending pods are ignored.
-        if pod.phase == PodPhase.PENDING:
-            unready.add(pod.name)
-            continue
+        name = pod.name
+        if requests is not None:
+            # calculate_pod_requests for the common pod: no init containers and no pod-level
+            # requests, so the request is the sum over its containers; any other pod sends the
+            # whole calculation to the general path
+            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
+                requests = None
+            else:
+                request = 0
+                for candidate in pod.containers:
+                    container_request = candidate.requests_milli.get(requested)
+                    if container_request is None:
+                        requests = None
+                        break
+                    request += container_request
+                    if candidate.name == "":
+                        # calculatePodRequestsFromContainers returns at the container named ""
+                        break
+                if requests is not None:
+                    requests[name] = request
+        if pod.phase != running or pod.deletion_timestamp is not None:
+            if pod.deletion_timestamp is not None or pod.phase == PodPhase.FAILED:
+                ignored.add(name)
+                continue
+            # Pending pods are ignored.
+            if pod.phase == PodPhase.PENDING:
+                unready.add(name)
+                continue
         # Pods missing metrics.
-        metric = metrics.get(pod.name)
+        metric = metric_of(name)
         if metric is None:
-            missing.add(pod.name)
+            missing.add(name)
             continue
         # Unready pods are ignored.
-        if resource == RESOURCE_CPU and _cpu_sample_unready(
-            pod,
-            metric,
-            now=now,
-            cpu_initialization_period=cpu_initialization_period,
-            initial_readiness_delay=initial_readiness_delay,
-        ):
-            unready.add(pod.name)
-            continue
+        if is_cpu:
+            condition = pod.ready_condition
+            start_time = pod.start_time
+            if condition is None or start_time is None:
+                unready.add(name)
+                continue
+            if (
+                initialized_before is not None
+                and start_time.tzinfo is now_tzinfo
+                and start_time <= initialized_before
+            ):
+                # Ignore the sample if the pod is unready and it has never been ready.
+                if (
+                    condition.status == condition_false
+                    and start_time + initial_readiness_delay > condition.last_transition_time
+                ):
+                    unready.add(name)
+                    continue
+            elif _cpu_sample_unready(
+                pod,
+                metric,
+                now=now,
+                cpu_initialization_period=cpu_initialization_period,
+                initial_readiness_delay=initial_readiness_delay,
+            ):
+                unready.add(name)
+                continue
         ready_pod_count += 1
-    return PodGroups(
-        ready_pod_count=ready_pod_count,
-        unready_pods=frozenset(unready),
-        missing_pods=frozenset(missing),
-        ignored_pods=frozenset(ignored),
+        if requests is not None:
+            metrics_total += metric.value_milli
+            requests_total += request
+    unique_names = requests is not None and len(requests) == len(pods)
+    return _Grouping(
+        PodGroups(
+            ready_pod_count=ready_pod_count,
+            unready_pods=frozenset(unready),
+            missing_pods=frozenset(missing),
+            ignored_pods=frozenset(ignored),
+        ),
+        requests,
+        metrics_total if unique_names else None,
+        requests_total if unique_names else None,
+        unique_names,
     )
 
 
@@ -594,13 +833,15 @@ def get_ready_pods_count(pods: Sequence[PodInfo]) -> int:
         raise ReplicaCalculationError(
             "no pods returned by selector while calculating replica count"
         )
-    return sum(
-        1
-        for pod in pods
-        if pod.phase == PodPhase.RUNNING
-        and pod.ready_condition is not None
-        and pod.ready_condition.status == ConditionStatus.TRUE
-    )
+    running = PodPhase.RUNNING
+    condition_true = ConditionStatus.TRUE
+    ready_pods_count = 0
+    for pod in pods:
+        if pod.phase == running:
+            condition = pod.ready_condition
+            if condition is not None and condition.status == condition_true:
+                ready_pods_count += 1
+    return ready_pods_count
 
 
 # ------------------------------------------------------------------ replica_calculator.go
@@ -671,32 +912,56 @@ def _select_samples(
     now: datetime,
     cpu_initialization_period_seconds: float,
     initial_readiness_delay_seconds: float,
-) -> tuple[PodGroups, dict[str, PodMetric]]:
+    request_resource: str | None = None,
+    pod_level_resources_enabled: bool = True,
+) -> tuple[_Grouping, dict[str, PodMetric]]:
     """List check, ``groupPods`` and ``removeMetricsForPods``, shared by the per-pod calculators."""
     if not pods:
         raise ReplicaCalculationError(
             "no pods returned by selector while calculating replica count"
         )
-    groups = group_pods(
+    grouping = _group_pods(
         pods,
         metrics,
         resource=resource,
         now=now,
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
+        request_resource=request_resource,
+        pod_level_resources_enabled=pod_level_resources_enabled,
     )
+    groups = grouping.groups
     samples = dict(metrics)
-    _remove_metrics_for_pods(samples, groups.ignored_pods)
-    _remove_metrics_for_pods(samples, groups.unready_pods)
+    if groups.ignored_pods:
+        _remove_metrics_for_pods(samples, groups.ignored_pods)
+    if groups.unready_pods:
+        _remove_metrics_for_pods(samples, groups.unready_pods)
     if not samples:
         raise ReplicaCalculationError(
             "did not receive metrics for targeted pods (pods might be unready)"
         )
-    return groups, samples
+    return grouping, samples
 
 
-def _superfluous(samples: Mapping[str, PodMetric], pods: Sequence[PodInfo]) -> frozenset[str]:
-    return frozenset(samples) - {pod.name for pod in pods}
+def _superfluous(
+    samples: Mapping[str, PodMetric],
+    pods: Sequence[PodInfo],
+    *,
+    ready_pod_count: int,
+    unique_names: bool,
+) -> frozenset[str]:
+    """Samples of pods not in the pod list.
+
+    When pod names are unique, the samples that belong to listed pods are exactly the ready pods'
+    samples, so equal counts mean there is none. ``unique_names`` is false when the caller does
+    not know.
+    """
+    if unique_names and len(samples) == ready_pod_count:
+        return _NO_NAMES
+    names = {pod.name for pod in pods}
+    if len(samples) == ready_pod_count and len(names) == len(pods):
+        return _NO_NAMES
+    return frozenset(samples.keys() - names)
 
 
 def get_resource_replicas(
@@ -720,24 +985,39 @@ def get_resource_replicas(
     (and ``container``, for ContainerResource); ``pods`` are the pods the selector matched. The
     reported utilization and raw value are those before re-balancing, as upstream.
     """
-    groups, samples = _select_samples(
+    grouping, samples = _select_samples(
         pods,
         metrics,
         resource=resource,
         now=now,
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
-    )
-    requests = calculate_pod_requests(
-        pods,
-        container,
-        resource=resource,
+        request_resource=resource if container == "" else None,
         pod_level_resources_enabled=pod_level_resources_enabled,
     )
-    usage_ratio, utilization, raw_utilization = get_resource_utilization_ratio(
-        samples, requests, target_utilization
+    groups = grouping.groups
+    requests = grouping.requests
+    if grouping.ready_metrics_total is not None and grouping.ready_requests_total is not None:
+        # the ready pods' sums from the grouping pass are GetResourceUtilizationRatio's sums
+        usage_ratio, utilization, raw_utilization = _resource_utilization_ratio_of_totals(
+            grouping.ready_metrics_total,
+            grouping.ready_requests_total,
+            groups.ready_pod_count,
+            target_utilization,
+        )
+    else:
+        requests = calculate_pod_requests(
+            pods,
+            container,
+            resource=resource,
+            pod_level_resources_enabled=pod_level_resources_enabled,
+        )
+        usage_ratio, utilization, raw_utilization = get_resource_utilization_ratio(
+            samples, requests, target_utilization
+        )
+    superfluous = _superfluous(
+        samples, pods, ready_pod_count=groups.ready_pod_count, unique_names=grouping.unique_names
     )
-    superfluous = _superfluous(samples, pods)
 
     scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
     new_usage_ratio: float | None = None
@@ -750,6 +1030,15 @@ def get_resource_replicas(
             tolerances=tolerances,
         )
     else:
+        if requests is None:
+            # the grouping pass found every pod ready and kept only the sums (so this branch is
+            # not reached then); computing the requests cannot fail where those sums succeeded
+            requests = calculate_pod_requests(
+                pods,
+                container,
+                resource=resource,
+                pod_level_resources_enabled=pod_level_resources_enabled,
+            )
         if groups.missing_pods:
             if usage_ratio < 1.0:
                 # on a scale-down, treat missing pods as using 100% (all) of the resource request
@@ -875,7 +1164,7 @@ def _calc_plain_metric_replicas(
     initial_readiness_delay_seconds: float,
 ) -> ReplicaCalculation:
     """``calcPlainMetricReplicas``: per-pod values compared with a per-pod average target."""
-    groups, samples = _select_samples(
+    grouping, samples = _select_samples(
         pods,
         metrics,
         resource=resource,
@@ -883,8 +1172,11 @@ def _calc_plain_metric_replicas(
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
     )
+    groups = grouping.groups
     usage_ratio, usage = get_metric_usage_ratio(samples, target_usage)
-    superfluous = _superfluous(samples, pods)
+    superfluous = _superfluous(
+        samples, pods, ready_pod_count=groups.ready_pod_count, unique_names=grouping.unique_names
+    )
 
     scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
     new_usage_ratio: float | None = None
