@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -150,7 +152,7 @@ def _pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def _eventually(check: Callable[[], Any], *, attempts: int = 200) -> Any:
+async def _eventually(check: Callable[[], Any], *, attempts: int = 600) -> Any:
     """Poll a real running server (its relist and watch are real I/O, not fake time)."""
     for _ in range(attempts):
         result = await check()
@@ -187,6 +189,7 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
             tls_private_key_file=pki.serving.key_path,
             kubeconfig=_kubeconfig(tmp_path / "kubeconfig", kube.url),
             prometheus_url=prometheus.url,
+            config_check_interval_seconds=3600.0,  # only SIGHUP can reload within the test
         )
         stop = asyncio.Event()
         port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -219,6 +222,18 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
                     url + "/apis", headers={"X-Remote-User": "mallory"}, ssl=ssl
                 ) as r:
                     refused = r.status
+
+                config.write_text(RULES.replace('as: "${1}_per_second"', 'as: "${1}_rate"'))
+                os.kill(os.getpid(), signal.SIGHUP)
+
+                async def renamed() -> Any:
+                    async with http.get(
+                        url + "/apis/custom.metrics.k8s.io/v1beta2", headers=headers, ssl=ssl
+                    ) as r:
+                        names = [x["name"] for x in orjson.loads(await r.read())["resources"]]
+                        return names if "pods/http_requests_rate" in names else None
+
+                renamed_names = await _eventually(renamed)
         finally:
             stop.set()
             await asyncio.wait_for(task, 10)
@@ -228,3 +243,4 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
     assert "hpa_adapter_config_last_reload_successful 1.0" in metrics_text
     assert refused == 403
     assert kube.configmap_reads >= 1
+    assert "pods/http_requests_per_second" not in renamed_names  # SIGHUP reloaded the rules
