@@ -139,11 +139,14 @@ class HPASelectorStore:
 
     Upstream guards it with a read/write lock because workers are threads; here every call is
     synchronous on the event loop, so reads and writes never interleave and no lock is needed.
-    A query costs (distinct pod label sets) x (HPAs of that namespace).
+    The answer for one pod label set is cached per namespace until a selector of that namespace
+    changes (a steady reconcile re-puts the same selector, which changes nothing), so a query
+    costs a lookup per distinct pod label set; a miss costs (HPAs of that namespace) matches.
     """
 
     def __init__(self) -> None:
         self._namespaces: dict[str, dict[str, Selector]] = {}
+        self._matches: dict[str, dict[tuple[tuple[str, str], ...], frozenset[str]]] = {}
 
     def __len__(self) -> int:
         return sum(len(selectors) for selectors in self._namespaces.values())
@@ -153,22 +156,39 @@ class HPASelectorStore:
         if key in selectors:
             return False
         selectors[key] = selector
+        self._matches.pop(namespace, None)
         return True
 
     def put_if_present(self, namespace: str, key: str, *, selector: Selector) -> bool:
         selectors = self._namespaces.get(namespace)
         if selectors is None or key not in selectors:
             return False
-        selectors[key] = selector
+        if selectors[key] != selector:
+            selectors[key] = selector
+            self._matches.pop(namespace, None)
         return True
 
     def delete(self, namespace: str, key: str) -> None:
         selectors = self._namespaces.get(namespace)
         if selectors is None:
             return
-        selectors.pop(key, None)
+        if selectors.pop(key, None) is not None:
+            self._matches.pop(namespace, None)
         if not selectors:
             del self._namespaces[namespace]
+
+    def _matching(
+        self, namespace: str, selectors: Mapping[str, Selector], labels: Mapping[str, str]
+    ) -> frozenset[str]:
+        cache = self._matches.setdefault(namespace, {})
+        label_set = tuple(sorted(labels.items()))
+        found = cache.get(label_set)
+        if found is None:
+            found = frozenset(
+                key for key, selector in selectors.items() if selector.matches(labels)
+            )
+            cache[label_set] = found
+        return found
 
     def hpas_matching_pods(
         self, namespace: str, pod_labels: Iterable[Mapping[str, str]], *, limit: int = 0
@@ -176,17 +196,15 @@ class HPASelectorStore:
         selectors = self._namespaces.get(namespace)
         if not selectors:
             return ()
-        unique: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
-        for labels in pod_labels:
-            unique.setdefault(tuple(sorted(labels.items())), labels)
         found: set[str] = set()
-        for labels in unique.values():
-            for key, selector in selectors.items():
-                if key not in found and selector.matches(labels):
-                    found.add(key)
-                    if 0 < limit <= len(found):
-                        return tuple(sorted(found))
-        return tuple(sorted(found))
+        seen: dict[int, Mapping[str, str]] = {}  # holds each mapping, so no id is reused
+        for labels in pod_labels:
+            if id(labels) in seen:
+                continue  # pods of one template often share their (cached) label mapping
+            seen[id(labels)] = labels
+            found |= self._matching(namespace, selectors, labels)
+        ordered = tuple(sorted(found))
+        return ordered[:limit] if limit > 0 else ordered
 
 
 # ---------------------------------------------------------------------------------- metrics

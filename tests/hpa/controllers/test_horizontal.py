@@ -642,6 +642,56 @@ def test_the_selector_store_dedupes_label_sets_and_honours_limits() -> None:
     assert len(store) == 0
 
 
+_SELECTORS = ("app=web", "app=api", "tier in (front,back)", "app=web,tier=front", "!tier")
+_LABEL_SETS: tuple[dict[str, str], ...] = (
+    {"app": "web"},
+    {"app": "web", "tier": "front"},
+    {"app": "api", "tier": "back"},
+    {"tier": "front"},
+    {},
+)
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(
+    operations=st.lists(
+        st.tuples(
+            st.sampled_from(("absent", "present", "delete", "query")),
+            st.sampled_from(("ns/a", "ns/b", "ns/c")),
+            st.integers(min_value=0, max_value=len(_SELECTORS) - 1),
+            st.lists(st.integers(min_value=0, max_value=len(_LABEL_SETS) - 1), max_size=4),
+        ),
+        max_size=25,
+    )
+)
+def test_the_selector_store_s_cached_answers_follow_every_selector_change(
+    operations: list[tuple[str, str, int, list[int]]],
+) -> None:
+    store = HPASelectorStore()
+    model: dict[str, str] = {}
+    for operation, key, selector_index, label_indexes in operations:
+        selector = _SELECTORS[selector_index]
+        if operation == "absent":
+            store.put_if_absent("ns", key, selector=parse_selector(selector))
+            model.setdefault(key, selector)
+        elif operation == "present":
+            store.put_if_present("ns", key, selector=parse_selector(selector))
+            if key in model:
+                model[key] = selector
+        elif operation == "delete":
+            store.delete("ns", key)
+            model.pop(key, None)
+        labels = [dict(_LABEL_SETS[i]) for i in label_indexes]
+        expected = tuple(
+            sorted(
+                k
+                for k, text in model.items()
+                if any(parse_selector(text).matches(x) for x in labels)
+            )
+        )
+        assert store.hpas_matching_pods("ns", labels) == expected
+
+
 # ----------------------------------------------------------------------- zero replicas
 
 
