@@ -13,7 +13,7 @@ export HPA_CACHE
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab
+.PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab manifests wheel-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -21,7 +21,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,plot]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,plot,delivery]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -43,7 +43,7 @@ unit: venv system-deps ## the tests that need no lab (fast path while developing
 pytest: venv
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: venv lint typecheck imports system-deps lab-bins pytest ## install what the tests need, then run lint, types, contracts and all tests
+test: venv lint typecheck imports system-deps lab-bins wheel-check pytest ## install what the tests need, then run lint, types, contracts and all tests
 
 demo: venv ## run the embedded demo (no cluster needed)
 	$(BIN)/hpa demo
@@ -76,3 +76,17 @@ lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager
 
 lab: venv system-deps lab-bins ## start the local lab in the foreground; prints the kubeconfig and URLs (Ctrl-C stops it)
 	$(BIN)/python -m tests.lab
+
+manifests: venv ## render manifests/hpa.yaml from charts/hpa with manifests/values.yaml (make test checks drift)
+	$(BIN)/python -m tests.delivery.chart
+
+# The wheel and sdist as a user gets them: built in an isolated env, the wheel installed (with its
+# dependencies, from PyPI or pip's cache) into a fresh venv outside the checkout, `hpa --help` run.
+wheel-check: venv ## build the wheel and sdist, install the wheel into a fresh venv, run `hpa --help`
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(BIN)/python -m build --outdir "$$dir/dist" . >"$$dir/build.log" 2>&1 || { cat "$$dir/build.log"; exit 1; }; \
+	tar -tzf "$$dir"/dist/hpa-*.tar.gz >"$$dir/sdist.txt"; grep -q '/hpa/cli.py$$' "$$dir/sdist.txt"; \
+	$(PYTHON) -m venv "$$dir/venv"; \
+	"$$dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$$dir"/dist/hpa-*.whl; \
+	cd "$$dir" && venv/bin/hpa --help >/dev/null && venv/bin/hpa controller --help >/dev/null && \
+	echo "wheel-check: $$(ls dist | tr "\n" " ")installed into a fresh venv: $$(venv/bin/hpa --version)"
