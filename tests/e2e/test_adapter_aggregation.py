@@ -225,6 +225,21 @@ def test_custom_metrics_answer_through_the_aggregator(adapter: Lab) -> None:
     assert v1["items"][0]["metricName"] == "http_requests_per_second"
 
 
+def test_the_aggregator_merges_the_adapters_openapi_documents(adapter: Lab) -> None:
+    path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/{resource}/{name}/{metric}"
+
+    def merged_v2() -> bool:
+        spec = _try_raw(adapter, "/openapi/v2")
+        return spec is not None and path in spec.get("paths", {})
+
+    adapter.wait_for(merged_v2, what="our paths in /openapi/v2", timeout_seconds=TIMEOUT_SECONDS)
+    root = _raw(adapter, "/openapi/v3")
+    entry = root["paths"]["apis/custom.metrics.k8s.io/v1beta2"]
+    document = _raw(adapter, entry["serverRelativeURL"])
+    assert document["openapi"].startswith("3.")
+    assert path in document["paths"]
+
+
 def test_missing_metric_is_a_not_found_status_through_the_aggregator(adapter: Lab) -> None:
     result = subprocess.run(
         [
