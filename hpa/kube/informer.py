@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -46,6 +46,9 @@ log = structlog.get_logger("hpa.kube.informer")
 
 R = TypeVar("R", bound=Record)
 Parse = Callable[[Mapping[str, Any]], R]
+
+
+_NO_KEYS: frozenset[str] = frozenset()
 
 
 class Store(Generic[R]):
@@ -78,22 +81,28 @@ class Store(Generic[R]):
         return [self._items[key] for key in sorted(self._by_namespace.get(namespace, ()))]
 
     def select(self, namespace: str | None, selector: Selector) -> list[R]:
-        """Records in ``namespace`` (all when ``None``) whose labels match ``selector``."""
+        """Records in ``namespace`` (all when ``None``) whose labels match ``selector``, by key.
+
+        Only the smallest of the candidate index sets (the namespace's, each ``key=value`` term's)
+        is walked; nothing is copied."""
         if selector.matches_nothing:
             return []
-        candidates: set[str] | None = None
+        candidates: Collection[str] = self._items
         if namespace is not None:
-            candidates = set(self._by_namespace.get(namespace, ()))
-        for label, value in selector.equality_terms().items():
-            indexed = self._by_label.get((label, value), set())
-            candidates = set(indexed) if candidates is None else candidates & indexed
-        if candidates is None:
-            candidates = set(self._items)
-        return [
-            self._items[key]
-            for key in sorted(candidates)
-            if selector.matches(self._items[key].labels)
-        ]
+            candidates = self._by_namespace.get(namespace, _NO_KEYS)
+        for label in selector.equality_terms().items():
+            indexed = self._by_label.get(label, _NO_KEYS)
+            if len(indexed) < len(candidates):
+                candidates = indexed
+        items = self._items
+        selected: list[R] = []
+        for key in sorted(candidates):
+            record = items[key]
+            if (namespace is None or record.namespace == namespace) and selector.matches(
+                record.labels
+            ):
+                selected.append(record)
+        return selected
 
     def put(self, key: str, record: R) -> R | None:
         old = self._items.get(key)
@@ -233,34 +242,51 @@ class Informer(Generic[R]):
         self._failures += 1
         return delay * (1.0 + self._rng.random())
 
-    async def list_items(self) -> tuple[list[Mapping[str, Any]], str]:
-        """All items of the collection, page by page; a 410 on ``continue`` restarts once."""
+    async def _list_pages(
+        self,
+        consume: Callable[[Sequence[Mapping[str, Any]]], None],
+        *,
+        restart: Callable[[], None],
+    ) -> str:
+        """Hand every page's items to ``consume`` as it arrives (so at most one page of raw
+        objects is alive at a time); a 410 on ``continue`` calls ``restart`` and lists again,
+        once. Returns the list's resourceVersion."""
         for _ in range(2):
-            items: list[Mapping[str, Any]] = []
+            restart()
             params = self._params()
             params["limit"] = str(self._settings.page_size)
             try:
                 while True:
                     page = await self._client.list(self.path, params=params)
-                    items.extend(page.get("items") or ())
+                    consume(page.get("items") or ())
                     metadata = page.get("metadata") or {}
                     token = metadata.get("continue")
                     if not token:
-                        return items, str(metadata.get("resourceVersion", ""))
+                        return str(metadata.get("resourceVersion", ""))
                     params["continue"] = str(token)
+                    del page
             except GoneError:
                 if "continue" not in params:
                     raise
                 self._log.info("informer_continue_expired")
         raise GoneError(ApiStatus(code=410, reason="Expired", message="list continue expired"))
 
+    async def list_items(self) -> tuple[list[Mapping[str, Any]], str]:
+        """All items of the collection, page by page; a 410 on ``continue`` restarts once."""
+        items: list[Mapping[str, Any]] = []
+        resource_version = await self._list_pages(items.extend, restart=items.clear)
+        return items, resource_version
+
     async def _list_and_replace(self) -> None:
-        items, resource_version = await self.list_items()
         fresh: dict[str, R] = {}
-        for item in items:
-            record = self._parse_item(item)
-            if record is not None:
-                fresh[object_key(record.namespace, record.name)] = record
+
+        def parse_page(items: Sequence[Mapping[str, Any]]) -> None:
+            for item in items:
+                record = self._parse_item(item)
+                if record is not None:
+                    fresh[object_key(record.namespace, record.name)] = record
+
+        resource_version = await self._list_pages(parse_page, restart=fresh.clear)
         for key in [key for key in self.store.list_keys() if key not in fresh]:
             old = self.store.delete(key)
             if old is not None:

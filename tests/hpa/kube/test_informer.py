@@ -7,10 +7,12 @@ import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from hpa.kube.client import GoneError, KubeClient
-from hpa.kube.informer import EventHandler, Informer, InformerSettings
+from hpa.kube.informer import EventHandler, Informer, InformerSettings, Store
 from hpa.kube.records import HpaRecord, PodRecord, parse_hpa, parse_pod
 from hpa.kube.selector import parse_selector
 from tests.fakes.apiserver import FakeApiServer
@@ -252,3 +254,47 @@ async def test_a_watch_closed_at_once_backs_off_instead_of_spinning(
     assert len(clock.sleep_calls) == 1
     assert 0.8 <= clock.sleep_calls[0] <= 1.6
     assert informer.list_count == 1, "a short watch resumes, it does not relist"
+
+
+_NAMESPACES = ("default", "prod")
+_LABELS: tuple[dict[str, str], ...] = (
+    {"app": "web"},
+    {"app": "web", "tier": "front"},
+    {"app": "api"},
+    {"tier": "front"},
+    {},
+)
+_SELECTORS = ("app=web", "app=web,tier=front", "app in (web,api)", "tier", "!tier", "")
+
+
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(
+    placed=st.lists(
+        st.tuples(
+            st.sampled_from(_NAMESPACES), st.integers(min_value=0, max_value=len(_LABELS) - 1)
+        ),
+        max_size=12,
+    ),
+    removed=st.sets(st.integers(min_value=0, max_value=11), max_size=4),
+    namespace=st.sampled_from((None, *_NAMESPACES)),
+    selector_text=st.sampled_from(_SELECTORS),
+)
+def test_store_select_answers_what_a_scan_of_every_record_answers(
+    placed: list[tuple[str, int]],
+    removed: set[int],
+    namespace: str | None,
+    selector_text: str,
+) -> None:
+    store: Store[PodRecord] = Store()
+    for index, (ns, labels) in enumerate(placed):
+        store.put(f"{ns}/p{index}", parse_pod(pod(f"p{index}", namespace=ns, **_LABELS[labels])))
+    for index in removed:
+        if index < len(placed):
+            store.delete(f"{placed[index][0]}/p{index}")
+    selector = parse_selector(selector_text)
+    expected = [
+        f"{r.namespace}/{r.name}"
+        for r in sorted(store, key=lambda r: f"{r.namespace}/{r.name}")
+        if (namespace is None or r.namespace == namespace) and selector.matches(r.labels)
+    ]
+    assert [f"{r.namespace}/{r.name}" for r in store.select(namespace, selector)] == expected
