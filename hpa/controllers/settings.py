@@ -12,7 +12,8 @@ Deliberate deviations (flags upstream does not have; each documented on its fiel
 ``--dry-run``, ``--horizontal-pod-autoscaler-metric-timeout``,
 ``--horizontal-pod-autoscaler-status-value-tolerance``,
 ``--horizontal-pod-autoscaler-scale-to-zero`` and
-``--horizontal-pod-autoscaler-configurable-tolerance`` (the two feature gates as flags).
+``--horizontal-pod-autoscaler-configurable-tolerance`` (the two feature gates as flags) and
+``--metrics-source``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from hpa.core.spec import HorizontalSettings
 from hpa.metrics.duration import DurationError, format_duration, parse_duration_seconds
@@ -75,6 +77,10 @@ class HorizontalControllerSettings:
     configurable_tolerance_enabled: bool = True
     """Feature gate ``HPAConfigurableTolerance`` (default on): per-direction ``tolerance`` in
     ``behavior``."""
+    metrics_source: Literal["api", "inprocess"] = "api"
+    """``--metrics-source`` (default ``api``; ours): read metrics through the API server's
+    aggregation layer, or call ``adapter``'s providers in this process (``inprocess``: the
+    adapter's ``--config`` and ``--prometheus-*`` flags then apply)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -220,6 +226,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         metavar="BOOL",
         help="feature gate HPAConfigurableTolerance (default true)",
     )
+    group.add_argument(
+        "--metrics-source",
+        choices=("api", "inprocess"),
+        default=d.metrics_source,
+        help="metrics through the aggregated APIs (api, default) or adapter's providers "
+        "in-process (inprocess)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> HorizontalControllerSettings:
@@ -238,4 +251,5 @@ def from_args(args: argparse.Namespace) -> HorizontalControllerSettings:
         dry_run=args.dry_run,
         scale_to_zero_enabled=args.horizontal_pod_autoscaler_scale_to_zero,
         configurable_tolerance_enabled=args.horizontal_pod_autoscaler_configurable_tolerance,
+        metrics_source=getattr(args, "metrics_source", "api"),
     )
