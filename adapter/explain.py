@@ -119,9 +119,9 @@ def _error(error: ProviderError) -> JsonObject:
 
 async def explain(
     providers: MetricProviders,
-    querier: PrometheusQuerier,
     path: str,
     *,
+    querier: PrometheusQuerier,
     query: Mapping[str, str] | None = None,
     pod_lister: PodLister,
 ) -> JsonObject:
@@ -145,13 +145,15 @@ async def explain(
         },
     }
     if request["api"] == "external":
-        await _explain_external(doc, providers, querier, request)
+        await _explain_external(doc, providers, querier=querier, request=request)
     else:
-        await _explain_custom(doc, providers, querier, request, pod_lister=pod_lister)
+        await _explain_custom(
+            doc, providers, querier=querier, request=request, pod_lister=pod_lister
+        )
     return doc
 
 
-async def _run(doc: JsonObject, querier: PrometheusQuerier, promql: str) -> None:
+async def _run(doc: JsonObject, querier: PrometheusQuerier, *, promql: str) -> None:
     doc["query"] = promql
     try:
         result = await querier.query(promql)
@@ -174,9 +176,9 @@ def _verdict(doc: JsonObject) -> str:
 async def _explain_custom(
     doc: JsonObject,
     providers: MetricProviders,
+    *,
     querier: PrometheusQuerier,
     request: JsonObject,
-    *,
     pod_lister: PodLister,
 ) -> None:
     wanted = custom_metric_request(
@@ -220,7 +222,7 @@ async def _explain_custom(
             doc["query"] = {"error": str(error)}
         else:
             if promql is not None:
-                await _run(doc, querier, promql)
+                await _run(doc, querier, promql=promql)
     try:
         if wanted.name is None:
             values = await providers.custom.get_metric_by_selector(
@@ -263,7 +265,7 @@ def _custom_candidates(known: Sequence[CustomMetricInfo], wanted: CustomMetricIn
 
 
 async def _explain_external(
-    doc: JsonObject, providers: MetricProviders, querier: PrometheusQuerier, request: JsonObject
+    doc: JsonObject, providers: MetricProviders, *, querier: PrometheusQuerier, request: JsonObject
 ) -> None:
     registry = providers.relister.index.external
     entry = registry.info.get(request["metric"])
@@ -287,7 +289,7 @@ async def _explain_external(
             doc["query"] = {"error": str(error)}
         else:
             if promql is not None:
-                await _run(doc, querier, promql)
+                await _run(doc, querier, promql=promql)
     try:
         values = await providers.external.get_external_metric(
             request["metric"], namespace=request["namespace"], metric_selector=metric_selector

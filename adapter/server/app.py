@@ -45,7 +45,7 @@ USER = web.RequestKey("user", UserInfo)
 Explain = Callable[[str, Mapping[str, str]], Awaitable[dict[str, Any]]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Server:
     """Everything the handlers use. ``metrics`` is read once per request (reload-safe)."""
 
@@ -104,7 +104,7 @@ def _peer_certificate(request: web.Request) -> bytes | None:
 
 
 async def _authorize(
-    authorizer: Authorizer, user: UserInfo, attributes: RequestAttributes
+    authorizer: Authorizer, user: UserInfo, *, attributes: RequestAttributes
 ) -> Decision:
     try:
         return await authorizer.authorize(user, attributes)
@@ -134,7 +134,7 @@ def build_app(server: Server) -> web.Application:
             log.exception("request_failed", path=request.path, error=repr(error))
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
-        server.server_metrics.observe(api, response.status, seconds)
+        server.server_metrics.observe(api, response.status, seconds=seconds)
         user = request.get(USER)
         log.debug(
             "request",
@@ -158,11 +158,11 @@ def build_app(server: Server) -> web.Application:
         if user is None:
             raise status.unauthorized()
         request[USER] = user
-        attributes = request_attributes(request.method, request.path, request.query)
+        attributes = request_attributes(request.method, request.path, query=request.query)
         if any(group in server.always_allow_groups for group in user.groups):
             decision = Decision(True)
         else:
-            decision = await _authorize(server.authorizer, user, attributes)
+            decision = await _authorize(server.authorizer, user, attributes=attributes)
         if not decision.allowed:
             raise status.forbidden(
                 forbidden_message(user.name, attributes),
@@ -414,13 +414,13 @@ class Routes:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         pod = next((p for p in await self._list_pods(namespace, "") if p.name == name), None)
         if pod is None:
-            raise status.not_found("pods", "", name)
+            raise status.not_found("pods", "", name=name)
         try:
             usages = await provider.get_pod_metrics([(namespace, name)])
         except ProviderError as error:
             raise status.from_provider_error(error) from error
         if not usages:
-            raise status.not_found("podmetrics", wire.RESOURCE_GROUP, f"{namespace}/{name}")
+            raise status.not_found("podmetrics", wire.RESOURCE_GROUP, name=f"{namespace}/{name}")
         return _json(
             wire.pod_metrics(usages[0], labels=pod.labels, created=self.server.clock.now())
         )
@@ -448,13 +448,13 @@ class Routes:
         name = request.match_info["name"]
         node = next((n for n in await self._list_nodes("") if n.name == name), None)
         if node is None:
-            raise status.not_found("nodes", "", name)
+            raise status.not_found("nodes", "", name=name)
         try:
             usages = await provider.get_node_metrics([name])
         except ProviderError as error:
             raise status.from_provider_error(error) from error
         if not usages:
-            raise status.not_found("nodemetrics", wire.RESOURCE_GROUP, name)
+            raise status.not_found("nodemetrics", wire.RESOURCE_GROUP, name=name)
         return _json(
             wire.node_metrics(usages[0], labels=node.labels, created=self.server.clock.now())
         )

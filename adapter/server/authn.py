@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import unquote
@@ -55,6 +55,7 @@ class UserInfo:
     """``user.Info``."""
 
     name: str
+    _: KW_ONLY
     uid: str = ""
     groups: tuple[str, ...] = ()
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -77,7 +78,7 @@ class Authenticator(Protocol):
 # ---------------------------------------------------------------- configuration
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuthenticationConfig:
     """The trust settings, from the ConfigMap with flag overrides applied."""
 

@@ -167,8 +167,8 @@ async def serve(
             await _serve(
                 settings,
                 kube,
-                prom,
-                registry,
+                prom=prom,
+                registry=registry,
                 server_metrics=server_metrics,
                 clock=clock,
                 stop=stop,
@@ -181,9 +181,9 @@ async def serve(
 async def _serve(
     settings: Settings,
     kube: KubeClient,
+    *,
     prom: PrometheusClient,
     registry: CollectorRegistry,
-    *,
     server_metrics: ServerMetrics,
     clock: SystemClock,
     stop: asyncio.Event,
@@ -239,7 +239,7 @@ async def _serve(
     authenticator.on_change(lambda config: tls.set_client_ca(config.ca_bundle_pem()))
 
     async def explain_request(path: str, query: Mapping[str, str]) -> dict[str, Any]:
-        return await explain(metrics.current, prom, path, query=query, pod_lister=lister)
+        return await explain(metrics.current, path, querier=prom, query=query, pod_lister=lister)
 
     server = Server(
         metrics=metrics,
@@ -331,7 +331,9 @@ async def run_explain(settings: Settings, path: str) -> dict[str, Any]:
                 source=str(settings.config),
             )
             await providers.relister.relist()
-            return await explain(providers, prom, path, pod_lister=_ListingPodLister(kube, reason))
+            return await explain(
+                providers, path, querier=prom, pod_lister=_ListingPodLister(kube, reason)
+            )
     finally:
         if kube is not None:
             await aclose_quietly(kube)

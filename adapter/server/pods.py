@@ -12,7 +12,7 @@ node watch) rather than a LIST per request; a selector that does not parse raise
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from adapter.server.ports import ObjectMeta
@@ -26,6 +26,7 @@ class NodeRecord:
     """The slim node record the node informer keeps."""
 
     name: str
+    _: KW_ONLY
     labels: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
     namespace: str = ""
@@ -59,7 +60,7 @@ class InformerObjectLister:
 
     async def list_pods(self, namespace: str | None, selector: str) -> Sequence[ObjectMeta]:
         return [
-            ObjectMeta(pod.name, pod.namespace, pod.labels)
+            ObjectMeta(pod.name, pod.namespace, labels=pod.labels)
             for pod in self._pods.select(namespace, parse_selector(selector))
         ]
 
@@ -67,6 +68,6 @@ class InformerObjectLister:
         if self._nodes is None:
             return []
         return [
-            ObjectMeta(node.name, "", node.labels)
+            ObjectMeta(node.name, labels=node.labels)
             for node in self._nodes.select(None, parse_selector(selector))
         ]

@@ -15,7 +15,7 @@ authenticator/authorizer and metrics-server's ``PodLister``/``NodeLister`` take.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -42,6 +42,7 @@ class ObjectMeta:
 
     name: str
     namespace: str = ""
+    _: KW_ONLY
     labels: Mapping[str, str] = field(default_factory=dict)
 
 

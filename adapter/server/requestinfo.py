@@ -14,13 +14,14 @@ legacy core group) is never served, so it is not parsed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 
 @dataclass(frozen=True)
 class RequestAttributes:
     path: str
     verb: str
+    _: KW_ONLY
     is_resource_request: bool = False
     api_group: str = ""
     api_version: str = ""
@@ -30,7 +31,7 @@ class RequestAttributes:
     name: str = ""
 
 
-def request_attributes(method: str, path: str, query: Mapping[str, str]) -> RequestAttributes:
+def request_attributes(method: str, path: str, *, query: Mapping[str, str]) -> RequestAttributes:
     verb = method.lower()
     non_resource = RequestAttributes(path=path, verb=verb)
     parts = path.strip("/").split("/")
@@ -44,12 +45,15 @@ def request_attributes(method: str, path: str, query: Mapping[str, str]) -> Requ
         namespace = rest[1]
         if len(rest) > 2 and rest[2] not in ("status", "finalize"):
             rest = rest[2:]
-    return _resource(verb, path, query, group, version, namespace, rest)
+    return _resource(
+        verb, path, query=query, group=group, version=version, namespace=namespace, rest=rest
+    )
 
 
 def _resource(
     verb: str,
     path: str,
+    *,
     query: Mapping[str, str],
     group: str,
     version: str,

@@ -21,7 +21,7 @@ through to authorization, which then answers 403); a few flags of ours have no u
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
@@ -84,6 +84,7 @@ class Settings:
     """
 
     config: Path
+    _: KW_ONLY
     secure_port: int = 6443
     bind_address: str = "0.0.0.0"  # noqa: S104 - an API server listens on every interface
     tls_cert_file: Path | None = None

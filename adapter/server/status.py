@@ -33,8 +33,8 @@ class StatusError(Exception):
         self,
         code: int,
         reason: str,
-        message: str,
         *,
+        message: str,
         details: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
@@ -47,7 +47,7 @@ class StatusError(Exception):
 
 
 def status_body(
-    code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None
+    code: int, reason: str, *, message: str, details: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "kind": "Status",
@@ -64,7 +64,9 @@ def status_body(
 
 
 def status_response(error: StatusError) -> web.Response:
-    body = orjson.dumps(status_body(error.code, error.reason, error.message, details=error.details))
+    body = orjson.dumps(
+        status_body(error.code, error.reason, message=error.message, details=error.details)
+    )
     return web.Response(
         body=body, status=error.code, content_type=JSON_CONTENT_TYPE, headers=error.headers
     )
@@ -72,29 +74,29 @@ def status_response(error: StatusError) -> web.Response:
 
 def from_provider_error(error: ProviderError) -> StatusError:
     """The providers' typed errors carry their status already."""
-    return StatusError(error.code, error.reason, error.message)
+    return StatusError(error.code, error.reason, message=error.message)
 
 
 def not_found_path() -> StatusError:
     """``NewNotFound(schema.GroupResource{}, "")`` as served for unknown paths."""
     return StatusError(
-        404, "NotFound", "the server could not find the requested resource", details={}
+        404, "NotFound", message="the server could not find the requested resource", details={}
     )
 
 
-def not_found(resource: str, group: str, name: str) -> StatusError:
+def not_found(resource: str, group: str, *, name: str) -> StatusError:
     """``NewNotFound(qualifiedResource, name)``: ``podmetrics.metrics.k8s.io "ns/x" not found``."""
     qualified = f"{resource}.{group}" if group else resource
     return StatusError(
         404,
         "NotFound",
-        f'{qualified} "{name}" not found',
+        message=f'{qualified} "{name}" not found',
         details={"name": name, "group": group, "kind": resource},
     )
 
 
 def bad_request(message: str) -> StatusError:
-    return StatusError(400, "BadRequest", message)
+    return StatusError(400, "BadRequest", message=message)
 
 
 def method_not_allowed(method: str) -> StatusError:
@@ -102,13 +104,13 @@ def method_not_allowed(method: str) -> StatusError:
     return StatusError(
         405,
         "MethodNotAllowed",
-        f"the server does not allow this method on the requested resource ({method})",
+        message=f"the server does not allow this method on the requested resource ({method})",
     )
 
 
 def unauthorized() -> StatusError:
     """What ``WithAuthentication`` answers when no authenticator accepted the request."""
-    return StatusError(401, "Unauthorized", "Unauthorized")
+    return StatusError(401, "Unauthorized", message="Unauthorized")
 
 
 def forbidden(
@@ -125,7 +127,7 @@ def forbidden(
         qualified = f"{resource}.{group}" if group else resource
         full = f"{qualified} is forbidden: {text}"
     return StatusError(
-        403, "Forbidden", full, details={"name": name, "group": group, "kind": resource}
+        403, "Forbidden", message=full, details={"name": name, "group": group, "kind": resource}
     )
 
 
@@ -134,10 +136,10 @@ def internal_error(message: str) -> StatusError:
     return StatusError(
         500,
         "InternalError",
-        f"Internal error occurred: {message}",
+        message=f"Internal error occurred: {message}",
         details={"causes": [{"message": message}]},
     )
 
 
 def service_unavailable(message: str) -> StatusError:
-    return StatusError(503, "ServiceUnavailable", message)
+    return StatusError(503, "ServiceUnavailable", message=message)

@@ -84,7 +84,7 @@ class ServerMetrics:
         for result in ("success", "failure"):
             self.config_reloads.labels(result)
 
-    def observe(self, api: str, code: int, seconds: float) -> None:
+    def observe(self, api: str, code: int, *, seconds: float) -> None:
         self.request_duration.labels(api, outcome_for(code)).observe(seconds)
 
 

@@ -68,6 +68,7 @@ class ServingCertificates:
     def _select(
         self, connection: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext
     ) -> None:
+        """``SSLContext.sni_callback`` (its positional signature is fixed by ``ssl``)."""
         connection.context = self._current
 
     @property

@@ -24,7 +24,7 @@ SarRule = Callable[[Mapping[str, Any]], tuple[bool, str]]
 CONFIGMAP_PATH = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
 
 
-def _status(code: int, reason: str, message: str) -> JsonObject:
+def _status(code: int, reason: str, *, message: str) -> JsonObject:
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -36,7 +36,7 @@ def _status(code: int, reason: str, message: str) -> JsonObject:
     }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeKubeAuth:
     tokens: dict[str, JsonObject] = field(default_factory=dict)  # token -> user
     configmap: dict[str, str] | None = None
@@ -89,7 +89,7 @@ class FakeKubeAuth:
         if self.sar_failures > 0:
             self.sar_failures -= 1
             return web.Response(
-                body=orjson.dumps(_status(500, "InternalError", "etcd is down")),
+                body=orjson.dumps(_status(500, "InternalError", message="etcd is down")),
                 status=500,
                 content_type="application/json",
             )
@@ -118,7 +118,7 @@ class FakeKubeAuth:
         self.configmap_reads += 1
         if self.configmap is None:
             body = _status(
-                404, "NotFound", 'configmaps "extension-apiserver-authentication" not found'
+                404, "NotFound", message='configmaps "extension-apiserver-authentication" not found'
             )
             return web.Response(
                 body=orjson.dumps(body), status=404, content_type="application/json"

@@ -38,8 +38,8 @@ STAMP = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 def value(
     name: str,
     metric: str,
-    milli: int,
     *,
+    milli: int,
     namespace: str = "x",
     kind: str = "Pod",
     api_version: str = "/v1",
@@ -59,7 +59,7 @@ def value(
     )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeCustom:
     """Answers from ``by_name``/``by_selector`` tables; ``error`` is raised when set."""
 
@@ -109,7 +109,7 @@ class FakeCustom:
         return list(self.by_selector)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeExternal:
     values: list[ExternalMetricValue] = field(default_factory=list)
     error: ProviderError | None = None
@@ -137,7 +137,7 @@ def memory(milli: int) -> Quantity:
     return Quantity.from_milli(milli, Format.BINARY_SI)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeResource:
     pods: dict[tuple[str, str], PodUsage] = field(default_factory=dict)
     nodes: dict[str, NodeUsage] = field(default_factory=dict)
@@ -172,7 +172,7 @@ def pod_usage(namespace: str, name: str, *containers: tuple[str, int, int]) -> P
     )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeProviders:
     custom: FakeCustom = field(default_factory=FakeCustom)
     external: FakeExternal = field(default_factory=FakeExternal)
@@ -218,7 +218,7 @@ class HeaderAuthenticator:
         return UserInfo(name, groups=("system:authenticated",)) if name else None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TableAuthorizer:
     """Allows ``allowed`` users; raises when ``fail``; records every question."""
 
@@ -236,7 +236,7 @@ class TableAuthorizer:
 ALICE: Mapping[str, str] = {"X-Test-User": "alice"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Harness:
     client: TestClient[Any, Any]
     providers: FakeProviders
@@ -277,11 +277,11 @@ async def serve(
     )
     async with TestClient(TestServer(build_app(server))) as client:
         yield Harness(
-            client,
-            source.current,
-            source,
-            server.lister,  # type: ignore[arg-type]
-            server.authorizer,  # type: ignore[arg-type]
-            registry,
-            clock,
+            client=client,
+            providers=source.current,
+            source=source,
+            lister=server.lister,  # type: ignore[arg-type]
+            authorizer=server.authorizer,  # type: ignore[arg-type]
+            registry=registry,
+            clock=clock,
         )

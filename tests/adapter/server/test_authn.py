@@ -24,7 +24,7 @@ async def test_front_proxy_certificate_with_allowed_cn_authenticates_the_header_
     tmp_path: Path,
 ) -> None:
     async with running_server(tmp_path, sar_allowed={"alice"}) as s:
-        s.providers.custom.by_selector = [value("web-1", "m", 1000)]
+        s.providers.custom.by_selector = [value("web-1", "m", milli=1000)]
         code, body = await s.get(PATH, cert=s.pki.front_proxy_client, headers=FRONT_PROXY_HEADERS)
         assert s.kube.configmap_reads == 1
     assert code == 200, body
@@ -93,7 +93,7 @@ async def test_bearer_token_through_token_review_is_cached_for_the_ttl(tmp_path:
             "uid": "42",
             "groups": ["system:serviceaccounts"],
         }
-        s.providers.custom.by_selector = [value("web-1", "m", 1000)]
+        s.providers.custom.by_selector = [value("web-1", "m", milli=1000)]
         ok = await s.get(PATH, cert=None, headers={"Authorization": "Bearer good"})
         again = await s.get(PATH, cert=None, headers={"Authorization": "Bearer good"})
         reviews_within_ttl = len(s.kube.token_reviews)

@@ -18,7 +18,9 @@ from tests.fakes.clock import FakeClock
 from tests.fakes.kubeauth import FakeKubeAuth
 
 ALICE_USER = UserInfo("alice", uid="u1", groups=("team-a",), extra={"scopes": ("x",)})
-PODS = request_attributes("GET", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/x/pods/*/m", {})
+PODS = request_attributes(
+    "GET", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/x/pods/*/m", query={}
+)
 
 
 @asynccontextmanager
@@ -61,7 +63,7 @@ async def test_review_carries_user_and_resource_attributes() -> None:
 
 async def test_non_resource_review_for_metrics() -> None:
     async with authorizer() as (authz, kube, _):
-        await authz.authorize(ALICE_USER, request_attributes("GET", "/metrics", {}))
+        await authz.authorize(ALICE_USER, request_attributes("GET", "/metrics", query={}))
     assert kube.access_reviews[0]["spec"]["nonResourceAttributes"] == {
         "path": "/metrics",
         "verb": "get",

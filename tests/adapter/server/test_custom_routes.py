@@ -23,7 +23,7 @@ PODS = GroupResource("", "pods")
 
 async def test_pods_by_selector_v1beta2_body_is_the_reference_shape_byte_for_byte() -> None:
     providers = FakeProviders()
-    providers.custom.by_selector = [value("web-5d9c-abcde", "metric", 850)]
+    providers.custom.by_selector = [value("web-5d9c-abcde", "metric", milli=850)]
     async with serve(providers) as h:
         response = await h.client.get(
             BASE2 + "/namespaces/x/pods/%2A/metric",
@@ -61,7 +61,7 @@ async def test_pods_by_selector_v1beta2_body_is_the_reference_shape_byte_for_byt
 
 async def test_pods_by_selector_v1beta1_uses_metric_name_window_and_top_level_selector() -> None:
     providers = FakeProviders()
-    providers.custom.by_selector = [value("web-5d9c-abcde", "metric", 850)]
+    providers.custom.by_selector = [value("web-5d9c-abcde", "metric", milli=850)]
     async with serve(providers) as h:
         response = await h.client.get(BASE1 + "/namespaces/x/pods/*/metric", headers=ALICE)
         body = await response.read()
@@ -92,7 +92,7 @@ async def test_pods_by_selector_v1beta1_uses_metric_name_window_and_top_level_se
 async def test_named_object_answers_a_list_of_exactly_one(base: str) -> None:
     providers = FakeProviders()
     providers.custom.by_name[("deployments.apps", "x", "web", "queue_depth")] = value(
-        "web", "queue_depth", 42_000, kind="Deployment", api_version="apps/v1"
+        "web", "queue_depth", milli=42_000, kind="Deployment", api_version="apps/v1"
     )
     async with serve(providers) as h:
         body = await h.get_json(base + "/namespaces/x/deployments.apps/web/queue_depth")
@@ -116,7 +116,7 @@ async def test_named_object_answers_a_list_of_exactly_one(base: str) -> None:
 async def test_namespace_object_path_asks_for_the_namespace_itself() -> None:
     providers = FakeProviders()
     providers.custom.by_name[("namespaces", None, "x", "http_requests")] = value(
-        "x", "http_requests", 5000, namespace="", kind="Namespace"
+        "x", "http_requests", milli=5000, namespace="", kind="Namespace"
     )
     async with serve(providers) as h:
         body = await h.get_json(BASE2 + "/namespaces/x/metrics/http_requests")
@@ -134,9 +134,9 @@ async def test_namespace_object_path_asks_for_the_namespace_itself() -> None:
 async def test_root_scoped_object_by_name_and_by_selector() -> None:
     providers = FakeProviders()
     providers.custom.by_name[("nodes", None, "n1", "load")] = value(
-        "n1", "load", 1500, namespace="", kind="Node"
+        "n1", "load", milli=1500, namespace="", kind="Node"
     )
-    providers.custom.by_selector = [value("n2", "load", 500, namespace="", kind="Node")]
+    providers.custom.by_selector = [value("n2", "load", milli=500, namespace="", kind="Node")]
     async with serve(providers) as h:
         named = await h.get_json(BASE2 + "/nodes/n1/load")
         listed = await h.get_json(BASE2 + "/nodes/*/load", labelSelector="role=web")
@@ -152,7 +152,7 @@ async def test_root_scoped_object_by_name_and_by_selector() -> None:
 async def test_metric_label_selector_reaches_the_provider_and_the_body() -> None:
     providers = FakeProviders()
     providers.custom.by_selector = [
-        value("web-1", "requests", 2000, metric_selector="verb=GET,code in (200,201)")
+        value("web-1", "requests", milli=2000, metric_selector="verb=GET,code in (200,201)")
     ]
     async with serve(providers) as h:
         v2 = await h.get_json(
@@ -174,7 +174,7 @@ async def test_metric_label_selector_reaches_the_provider_and_the_body() -> None
 
 async def test_unknown_window_is_omitted() -> None:
     providers = FakeProviders()
-    providers.custom.by_selector = [value("web-1", "m", 1, window_seconds=None)]
+    providers.custom.by_selector = [value("web-1", "m", milli=1, window_seconds=None)]
     async with serve(providers) as h:
         body = await h.get_json(BASE2 + "/namespaces/x/pods/*/m")
     assert "windowSeconds" not in body["items"][0]

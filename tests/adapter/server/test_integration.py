@@ -32,7 +32,7 @@ from tests.fakes.prometheus import FakePrometheus
 PER_SECOND = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/*/http_requests_per_second"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Live:
     client: TestClient[Any, Any]
     metrics: ReloadingMetrics
@@ -92,7 +92,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         await metrics.current.relister.relist()
 
         async def explain_request(path: str, query: Any) -> dict[str, Any]:
-            return await explain(metrics.current, prom, path, query=query, pod_lister=pods)
+            return await explain(metrics.current, path, querier=prom, query=query, pod_lister=pods)
 
         server = Server(
             metrics=metrics,
@@ -105,7 +105,17 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
             explain=explain_request,
         )
         async with TestClient(TestServer(build_app(server))) as client:
-            yield Live(client, metrics, fake, tables, clock, registry, config, prom, pods)
+            yield Live(
+                client=client,
+                metrics=metrics,
+                prometheus=fake,
+                tables=tables,
+                clock=clock,
+                registry=registry,
+                config=config,
+                prom=prom,
+                pods=pods,
+            )
 
 
 async def test_values_flow_from_prometheus_through_the_real_providers(tmp_path: Path) -> None:
@@ -208,7 +218,10 @@ async def test_explain_shows_rule_query_result_and_answer(tmp_path: Path) -> Non
         s.tables.values = {"web-1": "2.5"}
         s.tables.ages = {"web-1": 5.0}
         doc = await explain(
-            s.metrics.current, s.prom, PER_SECOND + "?labelSelector=app%3Dweb", pod_lister=s.pods
+            s.metrics.current,
+            querier=s.prom,
+            path=PER_SECOND + "?labelSelector=app%3Dweb",
+            pod_lister=s.pods,
         )
     assert doc["request"]["metric"] == "http_requests_per_second"
     assert doc["rule"]["seriesQuery"] == 'http_requests_total{namespace!="",pod!=""}'
@@ -226,20 +239,20 @@ async def test_explain_says_why_a_metric_is_missing(tmp_path: Path) -> None:
     async with live(tmp_path) as s:
         typo = await explain(
             s.metrics.current,
-            s.prom,
-            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_request_per_second",
+            querier=s.prom,
+            path="/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_request_per_second",
             pod_lister=s.pods,
         )
         empty = await explain(
             s.metrics.current,
-            s.prom,
-            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second",
+            querier=s.prom,
+            path="/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second",
             pod_lister=s.pods,
         )
         external = await explain(
             s.metrics.current,
-            s.prom,
-            "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready",
+            querier=s.prom,
+            path="/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready",
             pod_lister=s.pods,
         )
     assert typo["rule"] is None

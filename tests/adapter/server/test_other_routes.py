@@ -96,11 +96,11 @@ def _resource_setup() -> tuple[FakeProviders, FakeLister]:
     )
     lister = FakeLister(
         pods=[
-            ObjectMeta("web-1", "x", {"app": "web"}),
-            ObjectMeta("web-2", "x", {"app": "web"}),  # no metrics: left out of lists
-            ObjectMeta("db-0", "y", {"app": "db"}),
+            ObjectMeta("web-1", "x", labels={"app": "web"}),
+            ObjectMeta("web-2", "x", labels={"app": "web"}),  # no metrics: left out of lists
+            ObjectMeta("db-0", "y", labels={"app": "db"}),
         ],
-        nodes=[ObjectMeta("n1", "", {"role": "worker"}), ObjectMeta("n2", "", {})],
+        nodes=[ObjectMeta("n1", "", labels={"role": "worker"}), ObjectMeta("n2", "", labels={})],
     )
     return providers, lister
 

@@ -11,17 +11,17 @@ from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.selector import SelectorError
 
 
-def _pod(namespace: str, name: str, labels: dict[str, str]) -> PodRecord:
+def _pod(namespace: str, name: str, *, labels: dict[str, str]) -> PodRecord:
     return parse_pod({"metadata": {"namespace": namespace, "name": name, "labels": labels}})
 
 
 def _lister() -> InformerObjectLister:
     pods: Store[PodRecord] = Store()
     for pod in (
-        _pod("x", "web-1", {"app": "web", "tier": "front"}),
-        _pod("x", "web-2", {"app": "web"}),
-        _pod("x", "db-0", {"app": "db"}),
-        _pod("y", "web-9", {"app": "web"}),
+        _pod("x", "web-1", labels={"app": "web", "tier": "front"}),
+        _pod("x", "web-2", labels={"app": "web"}),
+        _pod("x", "db-0", labels={"app": "db"}),
+        _pod("y", "web-9", labels={"app": "web"}),
     ):
         pods.put(f"{pod.namespace}/{pod.name}", pod)
     nodes: Store[NodeRecord] = Store()
@@ -48,7 +48,7 @@ async def test_list_pods_across_namespaces_with_labels() -> None:
         ("x", "web-2"),
         ("y", "web-9"),
     ]
-    assert listed[0] == ObjectMeta("web-1", "x", {"app": "web", "tier": "front"})
+    assert listed[0] == ObjectMeta("web-1", "x", labels={"app": "web", "tier": "front"})
 
 
 async def test_list_nodes_and_bad_selectors() -> None:

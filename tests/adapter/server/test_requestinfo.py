@@ -37,7 +37,7 @@ CM = "custom.metrics.k8s.io"
     ],
 )
 def test_resource_requests(path: str, expected: tuple[str, ...]) -> None:
-    a = request_attributes("GET", path, {})
+    a = request_attributes("GET", path, query={})
     assert a.is_resource_request
     assert (a.verb, a.api_group, a.namespace, a.resource, a.name, a.subresource) == expected
 
@@ -53,9 +53,9 @@ def test_resource_requests(path: str, expected: tuple[str, ...]) -> None:
     ],
 )
 def test_discovery_and_other_paths_are_non_resource(path: str) -> None:
-    assert request_attributes("GET", path, {}) == RequestAttributes(path=path, verb="get")
+    assert request_attributes("GET", path, query={}) == RequestAttributes(path=path, verb="get")
 
 
 def test_watch_parameter_makes_a_watch() -> None:
-    a = request_attributes("GET", "/apis/metrics.k8s.io/v1beta1/pods", {"watch": "true"})
+    a = request_attributes("GET", "/apis/metrics.k8s.io/v1beta1/pods", query={"watch": "true"})
     assert a.verb == "watch"

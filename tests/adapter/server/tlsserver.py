@@ -39,7 +39,7 @@ class CertClock(FakeClock):
         return self._wall_start + timedelta(seconds=self.monotonic() - 1000.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TestPki:
     serving_ca: CertificateAuthority
     serving: KeyPair
@@ -107,7 +107,7 @@ def client_context(pki: TestPki, pair: KeyPair | None) -> ssl.SSLContext:
     return context
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Running:
     url: str
     pki: TestPki
@@ -161,14 +161,14 @@ async def running_server(directory: Path, *, sar_allowed: set[str]) -> AsyncIter
         port = runner.addresses[0][1]
         try:
             yield Running(
-                f"https://127.0.0.1:{port}",
-                pki,
-                kube,
-                clock,
-                tls,
-                authenticator,
-                authorizer,
-                providers,
+                url=f"https://127.0.0.1:{port}",
+                pki=pki,
+                kube=kube,
+                clock=clock,
+                tls=tls,
+                authenticator=authenticator,
+                authorizer=authorizer,
+                providers=providers,
             )
         finally:
             await runner.cleanup()
