@@ -52,12 +52,16 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from adapter.server.settings import Settings as AdapterSettings
+from hpa.app import inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, status_to_dict
 from hpa.controllers.horizontal import HorizontalController
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
     ListedPod,
+    MetricsClient,
+    PodLister,
     ScaleConflict,
     ScaleSnapshot,
     ScaleUpdated,
@@ -147,6 +151,9 @@ class ControllerAppSettings:
     """``--bind-address`` of the HTTP endpoint (default all interfaces)."""
     port: int = 8080
     """``--port`` of the HTTP endpoint (default 8080; 0 disables it)."""
+    inprocess_metrics: AdapterSettings | None = None
+    """The adapter's rule file and Prometheus settings (``--config``, ``--prometheus-*``), set
+    with ``--metrics-source=inprocess`` (:mod:`hpa.app.inprocess_metrics`)."""
 
 
 def _duration(text: str) -> float:
@@ -167,6 +174,7 @@ def _switch(text: str) -> bool:
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The role's flags: the controller's (upstream names) and the process's."""
     horizontal_flags.add_flags(parser)
+    inprocess_metrics.add_flags(parser)
     d = ControllerAppSettings(horizontal=HorizontalControllerSettings())
     group = parser.add_argument_group("process")
     group.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig file")
@@ -218,8 +226,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(args: argparse.Namespace) -> ControllerAppSettings:
+    horizontal = horizontal_flags.from_args(args)
     return ControllerAppSettings(
-        horizontal=horizontal_flags.from_args(args),
+        horizontal=horizontal,
+        inprocess_metrics=inprocess_metrics.settings_from_args(args)
+        if horizontal.metrics_source == "inprocess"
+        else None,
         kubeconfig=args.kubeconfig,
         context=args.context,
         leader_elect=args.leader_elect,
@@ -458,6 +470,8 @@ class HorizontalControllerApp:
     controller: HorizontalController
     queue: WorkQueue
     elector: LeaderElector | None
+    metric_jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = ()
+    """Tasks of the metrics source (the in-process source's relist loop)."""
 
     def ready(self) -> bool:
         synced = self.hpa_informer.has_synced() and self.pod_informer.has_synced()
@@ -541,6 +555,7 @@ class HorizontalControllerApp:
                 (f"informer:{informer.path.rpartition('/')[2]}", informer.run)
                 for informer in self.workload_informers.values()
             ]
+            jobs += self.metric_jobs
             jobs += [
                 ("event-recorder", self.events.run),
                 ("http", self.serve_http),
@@ -592,9 +607,14 @@ def build_app(
     registry: CollectorRegistry,
     identity: str | None = None,
     on_sync_interval: Callable[[str, float], None] | None = None,
+    metrics_factory: Callable[
+        [PodLister], tuple[MetricsClient, Sequence[tuple[str, Callable[[], Awaitable[None]]]]]
+    ]
+    | None = None,
 ) -> HorizontalControllerApp:
     """Wire the role on ``client`` (tests pass a client pointed at a fake API server;
-    ``bench.controller`` passes ``on_sync_interval`` to record every effective sync interval)."""
+    ``bench.controller`` passes ``on_sync_interval`` to record every effective sync interval;
+    ``metrics_factory`` builds another metrics source over the pod lister, with its tasks)."""
     horizontal = settings.horizontal
     hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
     pod_informer: Informer[PodRecord] = Informer(client, POD_PATH, parse=parse_pod, clock=clock)
@@ -624,6 +644,12 @@ def build_app(
         fence = elector
     events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
     pods = InformerPodLister(pod_informer.store)
+    metrics: MetricsClient = RESTMetricsClient(
+        client, monotonic=clock.monotonic, version_refresh_seconds=horizontal.sync_period_seconds
+    )
+    metric_jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = ()
+    if metrics_factory is not None:
+        metrics, metric_jobs = metrics_factory(pods)
     controller = HorizontalController(
         horizontal,
         hpas=InformerHPALister(hpa_informer.store),
@@ -635,11 +661,7 @@ def build_app(
                 )
             ),
         ),
-        metrics=RESTMetricsClient(
-            client,
-            monotonic=clock.monotonic,
-            version_refresh_seconds=horizontal.sync_period_seconds,
-        ),
+        metrics=metrics,
         pods=pods,
         status_writer=KubeStatusWriter(
             kube_status.StatusWriter(client, fence=fence), hpa_informer.store
@@ -690,6 +712,7 @@ def build_app(
         controller=controller,
         queue=queue,
         elector=elector,
+        metric_jobs=metric_jobs,
     )
 
 
@@ -708,7 +731,16 @@ async def _run(settings: ControllerAppSettings) -> int:
         clock=clock,
         registry=registry,
     )
-    app = build_app(settings, client, clock=clock, registry=registry)
+    source = None
+    if settings.inprocess_metrics is not None:
+        source = inprocess_metrics.open_source(settings.inprocess_metrics, registry=registry)
+    app = build_app(
+        settings,
+        client,
+        clock=clock,
+        registry=registry,
+        metrics_factory=source.factory if source is not None else None,
+    )
     main_task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     stopping = False
@@ -742,6 +774,8 @@ async def _run(settings: ControllerAppSettings) -> int:
         log.info("controller_stopped")
     finally:
         await aclose_quietly(client)
+        if source is not None:
+            await source.aclose()
     return 1 if lost_lease else 0
 
 
