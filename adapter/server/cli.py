@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 import structlog
@@ -363,12 +364,32 @@ def add_command(commands: Any) -> None:
     explainer.set_defaults(handler=main_explain)
 
 
+def configure_logging(level: str, *, file: TextIO | None = None) -> None:
+    """structlog JSON lines on stderr (``level``: debug, info, warning, error); the process's
+    entry point calls it once."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(file or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
     except ValueError as error:
         log.error("invalid_settings", error=str(error))
         return 2
+    configure_logging(settings.log_level)
     stop = asyncio.Event()
 
     async def run() -> None:
@@ -388,6 +409,7 @@ def main_explain(args: argparse.Namespace) -> int:
     except ValueError as error:
         log.error("invalid_settings", error=str(error))
         return 2
+    configure_logging(settings.log_level)
     document = asyncio.run(run_explain(settings, args.path))
     sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if document.get("verdict") == "served" else 1

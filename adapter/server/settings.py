@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 
@@ -81,6 +82,8 @@ class Settings:
         interval, ``--metrics-max-age``).
     Debugging:
       debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
+      log_level: structlog JSON lines at this level and above (default ``info``; ``debug`` logs
+        every request; ``--log-level``, our twin of klog's ``-v``).
     """
 
     config: Path
@@ -118,6 +121,7 @@ class Settings:
     metrics_relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS
     metrics_max_age_seconds: float | None = None
     debug_endpoints: bool = True
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     def __post_init__(self) -> None:
         if not 0 < self.authorization_cache_ttl_seconds <= 10:
@@ -223,6 +227,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     p("--metrics-max-age", type=parse_go_duration_seconds, default=None)
     p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
+    p("--log-level", choices=("debug", "info", "warning", "error"), default=d.log_level)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -261,4 +266,5 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         metrics_relist_interval_seconds=args.metrics_relist_interval,
         metrics_max_age_seconds=args.metrics_max_age,
         debug_endpoints=args.debug_endpoints,
+        log_level=args.log_level,
     )

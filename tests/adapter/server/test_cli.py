@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
 import signal
 from collections.abc import Callable
@@ -14,9 +15,10 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+import structlog
 import yaml
 
-from adapter.server.cli import prometheus_connection, serve
+from adapter.server.cli import configure_logging, prometheus_connection, serve
 from adapter.server.settings import Settings, parse_go_duration_seconds, settings_from_args
 from hpa.cli import build_parser
 from tests.adapter.providers.scenario import EVAL_SECONDS, RULES, SERIES_BY_MATCH, Tables
@@ -74,6 +76,24 @@ def test_invalid_settings_are_refused(flags: list[str], message: str) -> None:
     args = build_parser().parse_args(["adapter", *flags])
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("]", r"\]")):
         settings_from_args(args)
+
+
+def test_logs_are_json_lines_at_the_chosen_level() -> None:
+    out = io.StringIO()
+    configure_logging("info", file=out)
+    try:
+        logger = structlog.get_logger("adapter.test")
+        logger.debug("hidden", detail=1)
+        logger.info("config_reloaded", path="/etc/config.yaml")
+    finally:
+        structlog.reset_defaults()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    event = orjson.loads(lines[0])
+    assert event["event"] == "config_reloaded"
+    assert event["path"] == "/etc/config.yaml"
+    assert event["level"] == "info"
+    assert event["timestamp"].endswith("Z")
 
 
 def test_main_exits_2_on_invalid_settings() -> None:
