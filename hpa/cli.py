@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hpa {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_controller_command(commands)
+    _add_explain_command(commands)
     _add_adapter_command(commands)
     _add_simulator_commands(commands)
     return parser
@@ -46,6 +47,13 @@ def _add_controller_command(commands: argparse._SubParsersAction[argparse.Argume
     )
     controller.add_flags(parser)
     parser.set_defaults(handler=controller.main)
+
+
+def _add_explain_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hpa explain NAMESPACE/NAME``: one HPA's decision, explained (``hpa.app.explain``)."""
+    from hpa.app import explain
+
+    explain.add_command(commands)
 
 
 def _add_adapter_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
