@@ -6,23 +6,27 @@ Upstream counterparts: the typed objects client-go's informers hold (``v1.Pod``,
 (``groupPods``, ``calculatePodRequests``) and ``metrics/utilization.go`` read.
 
 Deliberate deviations: records are built from orjson dicts by plain functions, never through
-kubernetes_asyncio's models (they are slow and drop unknown fields). Quantities stay the API's
+kubernetes_asyncio's models (they are slow and drop unknown fields). The parts of a Pod that its
+siblings share (labels, owner references, containers' resources, namespace, node, phase, times)
+are interned in bounded tables, so 100,000 pods of a few thousand templates hold one copy of
+each; records are frozen, so sharing is invisible to readers. Quantities stay the API's
 strings here; the controller parses them exactly with ``hpa.core.quantity``. An HPA record keeps
 its raw dict (read-only by convention) so the status writer can send back fields we do not model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from hpa.kube.clock import parse_time
 from hpa.kube.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
 
 JsonObject = dict[str, Any]
+T = TypeVar("T")
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -57,10 +61,47 @@ def record_key(record: Record) -> str:
     return object_key(record.namespace, record.name)
 
 
+class Interner:
+    """A bounded table of shared immutable values: ``intern(key, make)`` answers the value made
+    for an equal ``key`` earlier, else ``make()`` (stored). When full, the table starts over;
+    values already handed out stay valid, they are just no longer shared with new ones."""
+
+    def __init__(self, max_entries: int = 65536) -> None:
+        self.max_entries = max_entries
+        self._table: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def intern(self, key: Any, make: Callable[[], T]) -> T:
+        found = self._table.get(key)
+        if found is None:
+            if len(self._table) >= self.max_entries:
+                self._table.clear()
+            found = self._table[key] = make()
+        return found  # type: ignore[no-any-return,unused-ignore]
+
+
+_SHARED = Interner()
+
+
+def _text(value: Any) -> str:
+    """A short, often repeated string (namespace, node, phase), shared."""
+    text = str(value)
+    return _SHARED.intern(("s", text), lambda: text)
+
+
+def _shared_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    return _SHARED.intern(("t", value), lambda: parse_time(value))
+
+
 def _string_map(value: Any) -> Mapping[str, str]:
     if not value:
         return _EMPTY
-    return MappingProxyType({str(k): str(v) for k, v in value.items()})
+    items = tuple((str(k), str(v)) for k, v in value.items())
+    return _SHARED.intern(("m", items), lambda: MappingProxyType(dict(items)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +114,25 @@ class OwnerReference:
 
 
 def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
-    return tuple(
-        OwnerReference(
-            api_version=str(ref.get("apiVersion", "")),
-            kind=str(ref.get("kind", "")),
-            name=str(ref.get("name", "")),
-            uid=str(ref.get("uid", "")),
-            controller=bool(ref.get("controller", False)),
+    refs = metadata.get("ownerReferences")
+    if not refs:
+        return ()
+    fields = tuple(
+        (
+            str(ref.get("apiVersion", "")),
+            str(ref.get("kind", "")),
+            str(ref.get("name", "")),
+            str(ref.get("uid", "")),
+            bool(ref.get("controller", False)),
         )
-        for ref in metadata.get("ownerReferences") or ()
+        for ref in refs
+    )
+    return _SHARED.intern(
+        ("o", fields),
+        lambda: tuple(
+            OwnerReference(api_version=a, kind=k, name=n, uid=u, controller=c)
+            for a, k, n, u, c in fields
+        ),
     )
 
 
@@ -104,12 +155,25 @@ class ContainerResources:
 
 def _container(data: Mapping[str, Any]) -> ContainerResources:
     resources = data.get("resources") or {}
-    return ContainerResources(
-        name=str(data.get("name", "")),
-        requests=_string_map(resources.get("requests")),
-        limits=_string_map(resources.get("limits")),
-        restart_policy=data.get("restartPolicy"),
+    name = str(data.get("name", ""))
+    requests = _string_map(resources.get("requests"))
+    limits = _string_map(resources.get("limits"))
+    restart_policy = data.get("restartPolicy")
+    # ids are safe keys: the value keeps both mappings alive as long as the entry exists
+    key = ("c", name, id(requests), id(limits), restart_policy)
+    return _SHARED.intern(
+        key,
+        lambda: ContainerResources(
+            name=name, requests=requests, limits=limits, restart_policy=restart_policy
+        ),
     )
+
+
+def _containers(value: Any) -> tuple[ContainerResources, ...]:
+    if not value:
+        return ()
+    containers = tuple(_container(c) for c in value)
+    return _SHARED.intern(("cs", tuple(id(c) for c in containers)), lambda: containers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,25 +215,25 @@ def parse_pod(data: Mapping[str, Any]) -> PodRecord:
     )
     pod_resources = spec.get("resources")
     return PodRecord(
-        namespace=str(metadata.get("namespace", "")),
+        namespace=_text(metadata.get("namespace", "")),
         name=str(metadata["name"]),
         uid=str(metadata.get("uid", "")),
         resource_version=str(metadata.get("resourceVersion", "")),
         labels=_string_map(metadata.get("labels")),
         owner_references=_owner_references(metadata),
         deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
-        phase=str(status.get("phase", "")),
-        ready_status=None if ready is None else str(ready.get("status", "")),
+        phase=_text(status.get("phase", "")),
+        ready_status=None if ready is None else _text(ready.get("status", "")),
         ready_last_transition_time=None
         if ready is None
-        else parse_time(ready.get("lastTransitionTime")),
-        start_time=parse_time(status.get("startTime")),
-        containers=tuple(_container(c) for c in spec.get("containers") or ()),
-        init_containers=tuple(_container(c) for c in spec.get("initContainers") or ()),
+        else _shared_time(ready.get("lastTransitionTime")),
+        start_time=_shared_time(status.get("startTime")),
+        containers=_containers(spec.get("containers")),
+        init_containers=_containers(spec.get("initContainers")),
         pod_resources=None
         if not pod_resources
         else _container({"name": "", "resources": pod_resources}),
-        node_name=str(spec.get("nodeName", "")),
+        node_name=_text(spec.get("nodeName", "")),
     )
 
 

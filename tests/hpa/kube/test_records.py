@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 
-from hpa.kube.records import object_key, parse_hpa, parse_pod, parse_workload, split_key
+from hpa.kube.records import (
+    Interner,
+    object_key,
+    parse_hpa,
+    parse_pod,
+    parse_workload,
+    split_key,
+)
 from hpa.kube.selector import NOTHING
 
 POD = {
@@ -141,3 +148,45 @@ def test_keys_are_namespace_slash_name() -> None:
     assert object_key("", "node") == "node"
     assert split_key("prod/web") == ("prod", "web")
     assert split_key("node") == ("", "node")
+
+
+def _template_pod(name: str, *, cpu: str = "100m") -> dict[str, object]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "labels": {"app": "web", "pod-template-hash": "abc"},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "uid": "u1"}
+            ],
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"},
+    }
+
+
+def test_pods_of_one_template_share_their_labels_owners_and_containers() -> None:
+    first, second = parse_pod(_template_pod("web-1")), parse_pod(_template_pod("web-2"))
+    assert (first.name, second.name) == ("web-1", "web-2")
+    assert first.labels is second.labels
+    assert first.owner_references is second.owner_references
+    assert first.containers is second.containers
+    assert first.start_time is second.start_time
+    other = parse_pod(_template_pod("web-3", cpu="200m"))
+    assert other.containers[0].requests == {"cpu": "200m"}
+    assert first.containers[0].requests == {"cpu": "100m"}, "a shared value never changes"
+
+
+def test_the_interner_is_bounded_and_values_outlive_a_reset() -> None:
+    table = Interner(max_entries=2)
+    a = table.intern("a", lambda: ["a"])
+    assert table.intern("a", lambda: ["other"]) is a
+    table.intern("b", lambda: ["b"])
+    c = table.intern("c", lambda: ["c"])  # full: starts over
+    assert len(table) == 1
+    assert a == ["a"]
+    assert c == ["c"]
+    assert table.intern("a", lambda: ["a again"]) == ["a again"]
