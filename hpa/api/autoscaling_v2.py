@@ -16,7 +16,9 @@ Deliberate deviations: none.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, field_validator
 
 from hpa.api.base import KubeModel
 from hpa.api.meta import LabelSelector, ListMeta, ObjectMeta, TypeMeta
@@ -237,6 +239,13 @@ class HorizontalPodAutoscalerStatus(KubeModel):
     desired_replicas: int = 0
     current_metrics: list[MetricStatus] = Field(default_factory=list)
     conditions: list[HorizontalPodAutoscalerCondition] = Field(default_factory=list)
+
+    @field_validator("current_metrics", mode="before")
+    @classmethod
+    def _nil_slice(cls, value: Any) -> Any:
+        """``json:"currentMetrics"`` has no ``omitempty``: the API server sends the nil slice of
+        every new HPA as ``null`` (found in the lab); it reads as ``[]``."""
+        return [] if value is None else value
 
 
 class HorizontalPodAutoscaler(TypeMeta):
