@@ -103,6 +103,22 @@ class ProcessGroup:
         """Show another log (of a process someone else supervises) in failure reports."""
         self.extra_logs[name] = path
 
+    def end(self, name: str, *, sig: int = signal.SIGTERM) -> int:
+        """End one component on purpose (`sig`, SIGKILL after the grace) and forget it, keeping
+        its log in reports, so `check_alive` does not take its exit for a failure."""
+        component = self.components.pop(name)
+        self.extra_logs[name] = component.log_path
+        with contextlib.suppress(ProcessLookupError):
+            component.process.send_signal(sig)
+        try:
+            code = component.process.wait(timeout=STOP_GRACE_SECONDS * 3)
+        except subprocess.TimeoutExpired:
+            component.process.kill()
+            code = component.process.wait()
+        component.log_file.close()
+        log.info("lab_component_ended", component=name, signal=sig, status=code)
+        return code
+
     def check_alive(self) -> None:
         for component in self.components.values():
             code = component.exited()
