@@ -209,7 +209,8 @@ class PrometheusServer:
         self.stop()
 
     def start(self) -> None:
-        """Write the config, start Prometheus and wait until /-/ready answers 200."""
+        """Write the config, start Prometheus and wait until /-/ready answers 200 (on the port
+        of the previous start, if any: stop() then start() is an outage and a recovery)."""
         if self.running:
             return
         for binary in (self._binary, self._promtool):
@@ -220,10 +221,12 @@ class PrometheusServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(exist_ok=True)
         self._write_config()
-        # A port picked here can be taken before Prometheus binds it: try a few times.
-        attempts = 1 if self._requested_port else 3
+        # A port picked here can be taken before Prometheus binds it: try a few times. A start
+        # after stop() keeps the port it had, so clients configured with `url` reach it again.
+        known_port = self._requested_port or self._port
+        attempts = 1 if known_port else 3
         for attempt in range(attempts):
-            self._port = self._requested_port or free_loopback_port(self._host)
+            self._port = known_port or free_loopback_port(self._host)
             self._spawn()
             try:
                 self._wait_ready()
