@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.lab.controlplane import ControlPlaneConfig
+from tests.lab.controlplane import WRITES_AUDIT_POLICY, ControlPlaneConfig
 from tests.lab.lab import Lab, LabConfig
 
 E2E_NODE_COUNT = 3
@@ -19,7 +19,11 @@ E2E_NODE_COUNT = 3
 
 @pytest.fixture(scope="session")
 def lab() -> Iterator[Lab]:
-    config = LabConfig(control_plane=ControlPlaneConfig(node_count=E2E_NODE_COUNT))
+    config = LabConfig(
+        control_plane=ControlPlaneConfig(
+            node_count=E2E_NODE_COUNT, audit_policy=WRITES_AUDIT_POLICY
+        )  # the audit log tells the controller replicas' writes apart (test_controller_failover)
+    )
     with Lab(config) as running:
         yield running
 

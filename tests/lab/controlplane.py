@@ -50,6 +50,21 @@ class ControlPlaneConfig:
     node_memory: str = "128Gi"
     node_pods: str = "110"
     start_timeout_seconds: float = 120.0
+    audit_policy: str | None = None
+    """An audit.k8s.io/v1 Policy (YAML); when set, kube-apiserver writes a JSON audit log to
+    `ControlPlane.audit_log_path` (log backend, blocking mode: a line per request stage)."""
+
+
+WRITES_AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+- level: None
+"""
+"""Metadata of every write (who wrote what, when), nothing about reads."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -181,6 +196,23 @@ class ControlPlane:
             "--enable-aggregator-routing=true",
             "--profiling=false",
             "--v=1",
+            *self._audit_flags(),
+        ]
+
+    @property
+    def audit_log_path(self) -> Path:
+        return self.work_dir / "logs" / "kube-apiserver-audit.log"
+
+    def _audit_flags(self) -> list[str]:
+        if self.config.audit_policy is None:
+            return []
+        policy = self.work_dir / "audit-policy.yaml"
+        policy.write_text(self.config.audit_policy)
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log_path}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
         ]
 
     def controller_manager_argv(self) -> list[str]:
