@@ -37,8 +37,8 @@ The Prometheus connection and rule file come from the adapter's own settings and
 --metrics-source=inprocess`` read one configuration the same way.
 
 Deliberate deviations: the rule file is read once at start (``hpa adapter`` reloads it on change
-and SIGHUP); a metric requested before the first relist succeeded is ``the server could not find
-the metric ...`` (the adapter's server is not Available before then either).
+and SIGHUP); a custom or external metric requested before the first relist succeeded waits for it
+(within the controller's per-metric deadline) instead of answering "not found" from an empty index.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ class InProcessMetricsClient:
         request = custom_metric_request(
             namespace=namespace, resource="pods", name="*", metric=metric_name
         )
+        await self._providers.relister.wait_ready()
         try:
             values = await self._providers.custom.get_metric_by_selector(
                 request.info,
@@ -226,6 +227,7 @@ class InProcessMetricsClient:
                 metric=metric_name,
             )
         assert request.name is not None
+        await self._providers.relister.wait_ready()
         try:
             value = await self._providers.custom.get_metric_by_name(
                 request.info,
@@ -242,6 +244,7 @@ class InProcessMetricsClient:
     async def get_external_metric(
         self, metric_name: str, namespace: str, *, metric_selector: str
     ) -> ExternalMetricObservation | MetricFetchError:
+        await self._providers.relister.wait_ready()
         try:
             values = await self._providers.external.get_external_metric(
                 metric_name, namespace=namespace, metric_selector=metric_selector

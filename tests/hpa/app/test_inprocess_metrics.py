@@ -5,11 +5,14 @@ exact text the REST client would have produced from the adapter's ``metav1.Statu
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -21,6 +24,7 @@ from hpa.app.inprocess_metrics import (
     ControllerPodNames,
     InProcessMetricsClient,
     add_flags,
+    open_source,
     settings_from_args,
 )
 from hpa.core.decision import (
@@ -31,8 +35,12 @@ from hpa.core.decision import (
 )
 from hpa.core.replicas import PodInfo, PodMetric
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube.client import KubeClient, RetryPolicy
+from hpa.kube.clock import SystemClock
+from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer
 from tests.fakes.pods import FakePodLister
 from tests.fakes.prometheus import FakePrometheus, FakeSample
+from tests.lab.prometheus import PrometheusServer
 
 EVAL_SECONDS = 1_800_000_000.0
 AT = datetime.fromtimestamp(EVAL_SECONDS, UTC)
@@ -337,6 +345,31 @@ async def test_without_resource_rules_resource_metrics_are_not_served() -> None:
     )
 
 
+async def test_custom_metrics_wait_for_the_first_relist_instead_of_not_found(
+    setup: Setup,
+) -> None:
+    async with PrometheusClient(PrometheusConnection(setup.prometheus.url)) as prometheus:
+        fresh = build_providers(
+            load_rules(RULES, source="test"),
+            prometheus,
+            pod_lister=ControllerPodNames(setup.pods),
+            settings=ValueSettings(max_sample_age_seconds=None),
+        )
+        client = InProcessMetricsClient(fresh, pods=setup.pods)
+        asking = asyncio.create_task(
+            client.get_raw_metric(
+                "http_requests_per_second", "ns1", selector="app=web", metric_selector=""
+            )
+        )
+        for _ in range(10):
+            await asyncio.sleep(0)  # loop turns, no time passes
+        assert not asking.done()  # the index is still empty: no "not found" answer yet
+        await fresh.relister.relist()
+        observed = await asking
+    assert isinstance(observed, PodMetricsObservation)
+    assert set(observed.metrics) == {"web-1", "web-2"}
+
+
 async def test_controller_pod_names_answer_from_the_controllers_lister() -> None:
     names = ControllerPodNames(pods())
     assert list(await names.pods_for_selector("ns1", "app=web")) == ["web-1", "web-2"]
@@ -384,3 +417,193 @@ def test_add_flags_uses_the_adapters_defaults() -> None:
     assert args.prometheus_url == "https://localhost"
     assert args.metrics_relist_interval == 600.0
     assert args.prometheus_query_timeout == 30.0
+
+
+# ------------------------------------------- the controller, in-process, against real Prometheus
+
+REAL_RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+resourceRules:
+  cpu:
+    containerQuery: >-
+      sum(rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)
+    nodeQuery: 'sum(rate(node_cpu_seconds_total{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        pod: {resource: pod}
+        node: {resource: node}
+    containerLabel: container
+  memory:
+    containerQuery: 'sum(container_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(node_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        pod: {resource: pod}
+        node: {resource: node}
+    containerLabel: container
+  window: 1m
+"""
+STEP_SECONDS = 5
+
+
+def backfill(start: int) -> str:
+    """2 pods of ns1/web from 5 minutes before ``start`` to 3 minutes after: 0.9 cores each
+    (counter +4.5 per 5 s), 1.5 requests/s each, 64 MiB."""
+    lines = ["# TYPE container_cpu_usage_seconds_total gauge"]
+    times = range(start - 300, start + 181, STEP_SECONDS)
+    for pod_name in ("web-0", "web-1"):
+        labels = f'namespace="ns1",pod="{pod_name}",container="app"'
+        lines += [
+            f"container_cpu_usage_seconds_total{{{labels}}} {0.9 * (t - start + 300)} {t}"
+            for t in times
+        ]
+    lines.append("# TYPE container_memory_working_set_bytes gauge")
+    for pod_name in ("web-0", "web-1"):
+        labels = f'namespace="ns1",pod="{pod_name}",container="app"'
+        lines += [f"container_memory_working_set_bytes{{{labels}}} 67108864 {t}" for t in times]
+    lines.append("# TYPE http_requests_total gauge")
+    for pod_name in ("web-0", "web-1"):
+        labels = f'namespace="ns1",pod="{pod_name}"'
+        lines += [f"http_requests_total{{{labels}}} {1.5 * (t - start + 300)} {t}" for t in times]
+    return "\n".join([*lines, "# EOF"]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def real_prometheus() -> Iterator[PrometheusServer]:
+    server = PrometheusServer()
+    server.backfill_openmetrics(backfill(int(time.time())))
+    with server:
+        yield server
+
+
+@pytest.fixture
+async def apiserver() -> AsyncIterator[FakeApiServer]:
+    server = FakeApiServer(DEFAULT_RESOURCES)  # no metrics APIs: the metrics come in-process
+    await server.start()
+    yield server
+    await server.close()
+
+
+async def seed_world(kube: KubeClient) -> None:
+    await kube.post(
+        "/apis/apps/v1/namespaces/ns1/deployments",
+        {
+            "metadata": {"name": "web", "namespace": "ns1"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"replicas": 2},
+        },
+    )
+    for pod_name in ("web-0", "web-1"):
+        since = "2025-01-01T00:00:00Z"
+        await kube.post(
+            "/api/v1/namespaces/ns1/pods",
+            {
+                "metadata": {"name": pod_name, "namespace": "ns1", "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {
+                    "phase": "Running",
+                    "startTime": since,
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": since}
+                    ],
+                },
+            },
+        )
+    await kube.post(
+        "/apis/autoscaling/v2/namespaces/ns1/horizontalpodautoscalers",
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "ns1", "generation": 1},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1,
+                "maxReplicas": 10,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 50},
+                        },
+                    },
+                    {
+                        "type": "Pods",
+                        "pods": {
+                            "metric": {"name": "http_requests_per_second"},
+                            "target": {"type": "AverageValue", "averageValue": "1"},
+                        },
+                    },
+                ],
+            },
+        },
+    )
+
+
+async def test_the_controller_scales_on_real_prometheus_through_the_inprocess_source(
+    real_prometheus: PrometheusServer, apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """``hpa controller --metrics-source=inprocess`` wiring (build_app with the source's
+    factory, the relist loop in the TaskGroup) reconciles against real Prometheus: cpu at 90 %
+    of the request (target 50 %) proposes 4, 1.5 requests/s per pod (target 1) proposes 3;
+    the deployment is scaled 2 -> 4 and the status carries both metrics' values."""
+    session = aiohttp.ClientSession()
+    kube = KubeClient(session, apiserver.url, retry=RetryPolicy(max_attempts=2))
+    config = tmp_path / "rules.yaml"
+    config.write_text(REAL_RULES)
+    parser = argparse.ArgumentParser()
+    controller_app.add_flags(parser)
+    settings = controller_app.from_args(
+        parser.parse_args(
+            [
+                "--metrics-source=inprocess",
+                f"--config={config}",
+                f"--prometheus-url={real_prometheus.url}",
+                "--metrics-max-age=10m",
+                "--horizontal-pod-autoscaler-sync-period=1s",
+                "--leader-elect=false",
+                "--port=0",
+            ]
+        )
+    )
+    assert settings.inprocess_metrics is not None
+    registry = CollectorRegistry()
+    source = open_source(settings.inprocess_metrics, registry=registry)
+    app = controller_app.build_app(
+        settings, kube, clock=SystemClock(), registry=registry, metrics_factory=source.factory
+    )
+    assert [name for name, _ in app.metric_jobs] == ["metrics-relist"]
+    await seed_world(kube)
+    task = asyncio.create_task(app.run(), name="app")
+    try:
+        async with asyncio.timeout(30):
+            while True:
+                deployment = await kube.get("/apis/apps/v1/namespaces/ns1/deployments/web")
+                hpa = await kube.get(
+                    "/apis/autoscaling/v2/namespaces/ns1/horizontalpodautoscalers/web"
+                )
+                current = hpa.get("status", {}).get("currentMetrics") or []
+                if deployment["spec"]["replicas"] == 4 and len(current) == 2:
+                    break
+                await asyncio.sleep(0.2)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await kube.close()
+        await source.aclose()
+    assert source.providers is not None
+    assert source.providers.relister.ready  # the relist loop ran in the app's TaskGroup
+    metrics = {m["type"]: m for m in hpa["status"]["currentMetrics"]}
+    assert metrics["Resource"]["resource"]["current"]["averageUtilization"] == 90
+    assert metrics["Resource"]["resource"]["current"]["averageValue"] == "900m"
+    assert metrics["Pods"]["pods"]["current"]["averageValue"] == "1500m"
+    assert hpa["status"]["desiredReplicas"] == 4
