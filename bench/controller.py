@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +200,8 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
         leader_elect=True,
         leader_elect_resource_namespace="kube-system",
     )
+    if args.memory_top:
+        tracemalloc.start()
     clock = SystemClock()
     registry = CollectorRegistry()
     observations = Observations()
@@ -279,6 +282,10 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
         for (api, name), count in counts_after.items()
         if api == "metrics"
     )
+    if args.memory_top:
+        snapshot = tracemalloc.take_snapshot()
+        for stat in snapshot.statistics("lineno")[: args.memory_top]:
+            print(f"{stat.size / 2**20:8.1f} MB {stat.count:9d} {stat.traceback}", file=sys.stderr)
     hwm, rss = memory_bytes()
     return Result(
         hpas=args.hpas,
@@ -396,6 +403,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--profile", metavar="FILE", help="write a cProfile of the steady window to FILE"
+    )
+    parser.add_argument(
+        "--memory-top",
+        type=int,
+        default=0,
+        metavar="N",
+        help="trace allocations (slow) and print the N biggest sites still alive at the end",
     )
     args = parser.parse_args(argv)
     if args.periods < 2:

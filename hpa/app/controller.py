@@ -595,8 +595,8 @@ def _log_unexpected_exit(task: asyncio.Task[None]) -> None:
         log.error("task_exited_unexpectedly", task=task.get_name(), error=repr(error))
 
 
-def _annotations(record: HpaRecord) -> Any:
-    return (record.raw.get("metadata") or {}).get("annotations")
+def _annotations(record: HpaRecord) -> Mapping[str, str]:
+    return record.annotations
 
 
 def build_app(

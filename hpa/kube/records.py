@@ -11,7 +11,8 @@ siblings share (labels, owner references, containers' resources, namespace, node
 are interned in bounded tables, so 100,000 pods of a few thousand templates hold one copy of
 each; records are frozen, so sharing is invisible to readers. Quantities stay the API's
 strings here; the controller parses them exactly with ``hpa.core.quantity``. An HPA record keeps
-its raw dict (read-only by convention) so the status writer can send back fields we do not model.
+the whole object as JSON bytes (``raw`` decodes it) so the status writer can send back fields we
+do not model.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeVar
+
+import orjson
 
 from hpa.kube.clock import parse_time
 from hpa.kube.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
@@ -260,7 +263,15 @@ class HpaRecord:
     generation: int
     labels: Mapping[str, str]
     scale_target_ref: ScaleTargetRef
-    raw: Mapping[str, Any] = field(compare=False, repr=False)
+    encoded: bytes = field(compare=False, repr=False)
+    """The whole object as JSON (a fifth of its size as a dict): decoded on demand by ``raw``."""
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The whole object, unknown fields included (a fresh dict on every access)."""
+        decoded: dict[str, Any] = orjson.loads(self.encoded)
+        return decoded
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -288,7 +299,8 @@ def parse_hpa(data: Mapping[str, Any]) -> HpaRecord:
             kind=str(target.get("kind", "")),
             name=str(target.get("name", "")),
         ),
-        raw=dict(data),
+        encoded=orjson.dumps(data),
+        annotations=_string_map(metadata.get("annotations")),
     )
 
 

@@ -171,12 +171,15 @@ class StatusWriter:
 
         Raises ``NotLeaderError`` without writing when the fence refuses; other API errors
         (``ApiError``, ``TransportError``) propagate."""
-        old_status = hpa.status
+        raw = hpa.raw
+        old_status = raw.get("status")
+        if not isinstance(old_status, dict):
+            old_status = {}
         new_status = {k: v for k, v in old_status.items() if k not in KNOWN_STATUS_FIELDS}
         new_status.update(status)
         if status_equal(old_status, new_status, equality=self._equality):
             return StatusWriteResult(StatusWriteOutcome.UNCHANGED)
-        body = dict(hpa.raw)
+        body = raw
         body.setdefault("apiVersion", "autoscaling/v2")
         body.setdefault("kind", "HorizontalPodAutoscaler")
         body["status"] = new_status

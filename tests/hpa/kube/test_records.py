@@ -190,3 +190,18 @@ def test_the_interner_is_bounded_and_values_outlive_a_reset() -> None:
     assert a == ["a"]
     assert c == ["c"]
     assert table.intern("a", lambda: ["a again"]) == ["a again"]
+
+
+def test_an_hpa_record_keeps_the_whole_object_and_hands_out_fresh_copies() -> None:
+    record = parse_hpa(
+        {
+            "metadata": {"name": "web", "namespace": "shop", "annotations": {"a": "1"}},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "future": [1]},
+            "status": {"currentReplicas": 2},
+        }
+    )
+    assert record.annotations == {"a": "1"}
+    raw = record.raw
+    assert raw["spec"]["future"] == [1], "unknown fields survive"
+    raw["status"]["currentReplicas"] = 9
+    assert record.status == {"currentReplicas": 2}, "the record is not changed through a copy"
