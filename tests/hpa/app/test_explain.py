@@ -478,3 +478,31 @@ async def test_explain_with_an_unreachable_prometheus_is_exit_code_5(
             )
     assert raised.value.exit_code == 5
     assert raised.value.message.startswith("in-process metrics: unable to update list of all ")
+
+
+async def test_the_live_decision_through_an_api_server_proxy_path() -> None:
+    """``--controller-url /api/v1/namespaces/NS/services/NAME:PORT/proxy`` is read with the
+    cluster client (the API server's service proxy), not as a plain URL."""
+    proxied = "/api/v1/namespaces/hpa-system/services/hpa-controller:http/proxy/debug/hpa"
+
+    async def debug(_: web.Request) -> web.Response:
+        return web.json_response({"default/web": {"desiredReplicas": 3, "rescale": False}})
+
+    app = web.Application()
+    app.router.add_get(proxied, debug)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    session = aiohttp.ClientSession()
+    kube = KubeClient(session, f"http://{host}:{port}", retry=RetryPolicy(max_attempts=1))
+    try:
+        live = await read_live_decision(
+            proxied.removesuffix("/debug/hpa"), "default/web", kube=kube
+        )
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    assert live.error is None
+    assert live.report == {"desiredReplicas": 3, "rescale": False}
