@@ -81,7 +81,15 @@ from hpa.core.spec import (
     default_spec,
 )
 from hpa.kube import scale as kube_scale
-from hpa.kube.client import ApiError, ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.client import (
+    ApiError,
+    ClientSettings,
+    KubeClient,
+    RetryPolicy,
+    TransportError,
+    aclose_quietly,
+    load_client,
+)
 from hpa.kube.clock import Clock, SystemClock, format_time
 from hpa.kube.records import ScaleTargetRef, parse_pod
 from hpa.kube.selector import Selector, SelectorError, parse_selector
@@ -952,6 +960,7 @@ async def _run(args: argparse.Namespace) -> tuple[str, int]:
                     request_timeout_seconds=settings.metric_timeout_seconds + 5,
                 ),
                 clock=clock,
+                retry=RetryPolicy(max_attempts=3),  # a CLI: fail within a second or so
             )
         except Exception as error:  # any kubeconfig problem is a clear message
             raise ExplainError(
@@ -970,7 +979,7 @@ async def _run(args: argparse.Namespace) -> tuple[str, int]:
             if args.controller_url:
                 live = await read_live_decision(args.controller_url, report.key, kube=kube)
                 report = replace(report, live=live)
-        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+        except (TransportError, aiohttp.ClientError, OSError, TimeoutError) as error:
             raise ExplainError(
                 f"cannot reach the cluster: {error_text(error)}", exit_code=EXIT_UNREACHABLE
             ) from error

@@ -369,6 +369,12 @@ async def test_cli_errors_are_messages_with_exit_codes_not_tracebacks(
     _, err = capsys.readouterr()
     assert code == 5
     assert err.startswith("error: cannot load the cluster configuration")
+    closed = kubeconfig_for(f"http://127.0.0.1:{free_loopback_port()}", tmp_path / "closed")
+    code = await asyncio.to_thread(plugin_main, ["default/web", f"--kubeconfig={closed}"])
+    _, err = capsys.readouterr()
+    assert code == 5
+    assert err.startswith("error: cannot reach the cluster: GET /apis/autoscaling/v2/")
+    assert "Traceback" not in err
 
 
 def test_kubectl_finds_the_plugin_as_kubectl_hpa_explain(tmp_path: Path) -> None:
