@@ -127,8 +127,14 @@ UPSTREAM_HPA_ROLE: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "update", "patch"},
     ("events.k8s.io", "events"): {"create", "update", "patch"},
 }
-# What we add, and why (docs/security.md): the pod informer watches.
-CONTROLLER_EXTENSIONS: dict[tuple[str, str], set[str]] = {("", "pods"): {"watch"}}
+# What we add, and why (docs/security.md): the controller's informers (upstream's run under
+# kube-controller-manager's own identity): pods, and the built-in scale targets.
+CONTROLLER_EXTENSIONS: dict[tuple[str, str], set[str]] = {
+    ("", "pods"): {"watch"},
+    ("apps", "deployments"): {"list", "watch"},
+    ("apps", "statefulsets"): {"list", "watch"},
+    ("apps", "replicasets"): {"list", "watch"},
+}
 METRICS_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io")
 
 
