@@ -268,7 +268,12 @@ class ExplainReport:
         lines.extend(
             "  " + line for line in r.explanation.render().splitlines() if r.explanation.entries
         )
-        lines += ["", "conditions (the status the controller would write):"]
+        lines += [
+            "",
+            "conditions (as decided; the scale update then sets AbleToScale=SucceededRescale):"
+            if r.rescale
+            else "conditions (the status the controller would write):",
+        ]
         for condition in r.status.conditions:
             lines.append(
                 f"  {condition.type}={condition.status} {condition.reason}: {condition.message}"
