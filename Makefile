@@ -77,8 +77,9 @@ lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager
 lab: venv system-deps lab-bins ## start the local lab in the foreground; prints the kubeconfig and URLs (Ctrl-C stops it)
 	$(BIN)/python -m tests.lab
 
-manifests: venv ## render manifests/hpa.yaml from charts/hpa with manifests/values.yaml (make test checks drift)
+manifests: venv ## render manifests/hpa.yaml (charts/hpa) and docs/configuration.md (Settings); make test checks both for drift
 	$(BIN)/python -m tests.delivery.chart
+	$(BIN)/python -m tests.delivery.configref
 
 # The wheel and sdist as a user gets them: built in an isolated env, the wheel installed (with its
 # dependencies, from PyPI or pip's cache) into a fresh venv outside the checkout, `hpa --help` run.
