@@ -267,6 +267,7 @@ class HorizontalControllerMetrics:
             ["action"],
             registry=registry,
         )
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.status_writes = Counter(
             f"{prefix}status_writes_total",
             "Status writes, by outcome (written, conflict, skipped, failed, dry_run).",
@@ -277,6 +278,15 @@ class HorizontalControllerMetrics:
     def observe_queue_depth(self, depth: int) -> None:
         """Hook for ``WorkQueue(on_depth=...)``."""
         self.queue_depth.set(depth)
+
+    def child(self, family: Counter | Histogram, *values: str) -> Any:
+        """``family.labels(*values)``, looked up once per label set (families with a closed
+        label set only: the cache is never pruned)."""
+        key = (id(family), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = family.labels(*values)
+        return found
 
 
 # ----------------------------------------------------------------------------- status rule
@@ -555,8 +565,8 @@ class HorizontalController:
 
     def _observe_reconciliation(self, action: Action, error: ErrorLabel, *, started: float) -> None:
         elapsed = max(0.0, self._clock.monotonic() - started)
-        self.metrics.reconciliations.labels(action=action, error=error).inc()
-        self.metrics.reconciliation_duration.labels(action=action, error=error).observe(elapsed)
+        self.metrics.child(self.metrics.reconciliations, action, error).inc()
+        self.metrics.child(self.metrics.reconciliation_duration, action, error).observe(elapsed)
 
     def _dry_run(self, hpa: HorizontalPodAutoscalerObject) -> bool:
         return self.settings.dry_run or hpa.annotations.get(DRY_RUN_ANNOTATION) == "true"
@@ -790,7 +800,7 @@ class HorizontalController:
                         f"to {decision.desired_replicas}; reason: {decision.rescale_reason}",
                     )
                 )
-            self.metrics.status_writes.labels(outcome="dry_run").inc()
+            self.metrics.child(self.metrics.status_writes, "dry_run").inc()
         else:
             status_error = await self._write_status(hpa, decision.status)
             if status_error is None:
@@ -869,16 +879,16 @@ class HorizontalController:
             old_observed_generation=hpa.observed_generation,
             new_observed_generation=hpa.generation or None,
         ):
-            self.metrics.status_writes.labels(outcome="skipped").inc()
+            self.metrics.child(self.metrics.status_writes, "skipped").inc()
             return ""
         try:
             outcome = await self._status_writer.update_status(
                 hpa, status, observed_generation=hpa.generation or None
             )
         except Exception as error:  # noqa: BLE001 - upstream's FailedUpdateStatus path
-            self.metrics.status_writes.labels(outcome="failed").inc()
+            self.metrics.child(self.metrics.status_writes, "failed").inc()
             return error_text(error)
-        self.metrics.status_writes.labels(outcome=str(outcome)).inc()
+        self.metrics.child(self.metrics.status_writes, str(outcome)).inc()
         if outcome == StatusWriteOutcome.CONFLICT:
             return ""
         return None
@@ -891,13 +901,11 @@ class HorizontalController:
         actions = _metric_actions(decision, metrics)
         errors = _metric_error_labels(decision, metrics)
         for index, metric in enumerate(metrics):
-            labels = {
-                "action": actions[index],
-                "error": errors[index],
-                "metric_type": metric.type,
-            }
-            self.metrics.metric_computations.labels(**labels).inc()
-            self.metrics.metric_computation_duration.labels(**labels).observe(durations[index])
+            labels = (actions[index], errors[index], str(metric.type))
+            self.metrics.child(self.metrics.metric_computations, *labels).inc()
+            self.metrics.child(self.metrics.metric_computation_duration, *labels).observe(
+                durations[index]
+            )
 
 
 def _is_spec_error(hpa: HorizontalPodAutoscalerObject) -> bool:

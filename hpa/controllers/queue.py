@@ -101,6 +101,19 @@ class QueueMetrics:
         )
 
 
+class _BoundQueueMetrics:
+    """One queue's children of :class:`QueueMetrics`, looked up once (``labels`` is not free)."""
+
+    __slots__ = ("adds", "depth", "in_flight", "retries", "work_duration")
+
+    def __init__(self, metrics: QueueMetrics, name: str) -> None:
+        self.depth = metrics.depth.labels(name=name)
+        self.adds = metrics.adds.labels(name=name)
+        self.retries = metrics.retries.labels(name=name)
+        self.in_flight = metrics.in_flight.labels(name=name)
+        self.work_duration = metrics.work_duration.labels(name=name)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     """Settings of one controller queue.
@@ -148,6 +161,7 @@ class WorkQueue:
         self._rate_limiter = rate_limiter or ItemExponentialFailureRateLimiter()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._metrics = metrics
+        self._bound = None if metrics is None else _BoundQueueMetrics(metrics, name)
         self._on_depth = on_depth
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()
@@ -179,8 +193,8 @@ class WorkQueue:
         """Queue ``key`` unless it is queued already; if it is being processed, after ``done``."""
         if self._shutting_down or key in self._dirty:
             return
-        if self._metrics is not None:
-            self._metrics.adds.labels(name=self.name).inc()
+        if self._bound is not None:
+            self._bound.adds.inc()
         self._dirty.add(key)
         if key in self._processing:
             return
@@ -236,8 +250,8 @@ class WorkQueue:
 
     def _report_depth(self) -> None:
         depth = len(self._queue)
-        if self._metrics is not None:
-            self._metrics.depth.labels(name=self.name).set(depth)
+        if self._bound is not None:
+            self._bound.depth.set(depth)
         if self._on_depth is not None:
             self._on_depth(depth)
 
@@ -256,8 +270,8 @@ class WorkQueue:
 
     def add_rate_limited(self, key: str) -> None:
         """``AddRateLimited``: queue ``key`` after its rate limiter's backoff."""
-        if self._metrics is not None:
-            self._metrics.retries.labels(name=self.name).inc()
+        if self._bound is not None:
+            self._bound.retries.inc()
         self.add_after(key, self._rate_limiter.when(key))
 
     def forget(self, key: str) -> None:
@@ -367,8 +381,8 @@ class WorkQueue:
     async def _process(self, key: str, reconcile: Reconcile, slots: asyncio.Semaphore) -> None:
         structlog.contextvars.bind_contextvars(**{self._log_key: key})  # this task's context only
         started = self._clock.monotonic()
-        if self._metrics is not None:
-            self._metrics.in_flight.labels(name=self.name).inc()
+        if self._bound is not None:
+            self._bound.in_flight.inc()
         try:
             await reconcile(key)
         except asyncio.CancelledError:
@@ -388,11 +402,9 @@ class WorkQueue:
         finally:
             self.done(key)
             slots.release()
-            if self._metrics is not None:
-                self._metrics.in_flight.labels(name=self.name).dec()
-                self._metrics.work_duration.labels(name=self.name).observe(
-                    max(0.0, self._clock.monotonic() - started)
-                )
+            if self._bound is not None:
+                self._bound.in_flight.dec()
+                self._bound.work_duration.observe(max(0.0, self._clock.monotonic() - started))
 
 
 def _log_unexpected_exit(task: asyncio.Task[None]) -> None:
