@@ -75,7 +75,13 @@ from hpa.core.decision import HorizontalPodAutoscalerStatus
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube import scale as kube_scale
 from hpa.kube import status as kube_status
-from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.client import (
+    ClientSettings,
+    KubeClient,
+    RetryPolicy,
+    aclose_quietly,
+    load_client,
+)
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.events import EventRecorder, hpa_reference
 from hpa.kube.fence import Fence, Unfenced
@@ -645,7 +651,11 @@ def build_app(
     events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
     pods = InformerPodLister(pod_informer.store)
     metrics: MetricsClient = RESTMetricsClient(
-        client, monotonic=clock.monotonic, version_refresh_seconds=horizontal.sync_period_seconds
+        # client-go retries a 5xx only with Retry-After: a failing metrics API shows as
+        # ScalingActive=False at the sync that saw it, not seconds of backoff later
+        client.with_retry(RetryPolicy(server_errors_need_retry_after=True)),
+        monotonic=clock.monotonic,
+        version_refresh_seconds=horizontal.sync_period_seconds,
     )
     metric_jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = ()
     if metrics_factory is not None:

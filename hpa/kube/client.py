@@ -10,7 +10,9 @@ TLS context built from the loaded configuration), but never build its model obje
 Deliberate deviations:
 - client-go retries 429/5xx only when the server sent ``Retry-After`` (up to 10 times); we retry
   429 honouring ``Retry-After`` (1 s when absent) and 5xx with capped exponential backoff and
-  jitter, a bounded number of attempts. 400, 422 and every other 4xx are never retried.
+  jitter, a bounded number of attempts. 400, 422 and every other 4xx are never retried. A policy
+  with ``server_errors_need_retry_after`` retries 5xx only with ``Retry-After``, as client-go
+  (the controller's metrics calls: a failing metrics API must show at the sync that saw it).
 - transport errors (connection reset, timeout) are retried only for GET, PUT and DELETE: a PUT
   carries a resourceVersion precondition, so a retry after an ambiguous failure gets 409, never a
   second write. POST and PATCH are not retried on transport errors.
@@ -248,6 +250,8 @@ class RetryPolicy:
     max_delay_seconds: float = 30.0
     jitter_ratio: float = 0.5
     default_retry_after_seconds: float = 1.0
+    server_errors_need_retry_after: bool = False
+    """Retry a 5xx only when it carries ``Retry-After`` (client-go's ``checkWait``)."""
 
     def backoff_seconds(self, attempt: int, *, rng: random.Random) -> float:
         delay = min(self.max_delay_seconds, self.base_delay_seconds * 2.0 ** max(0, attempt - 1))
@@ -283,6 +287,8 @@ class RetryPolicy:
                     retry=True,
                     delay_seconds=min(self.max_delay_seconds, retry_after_seconds),
                 )
+            if self.server_errors_need_retry_after:
+                return RetryDecision(retry=False)
             return RetryDecision(retry=True, delay_seconds=self.backoff_seconds(attempt, rng=rng))
         return RetryDecision(retry=False)
 
@@ -350,6 +356,30 @@ class KubeClient:
         self._server_hostname = server_hostname
         self._metrics = metrics
         self._on_close = on_close
+
+    def with_retry(self, retry: RetryPolicy) -> KubeClient:
+        """A client on the same session, credentials, limiter and metrics with another retry
+        policy; closing it closes nothing."""
+
+        async def keep_session() -> None:
+            return None
+
+        sibling = KubeClient(
+            self._session,
+            self.base_url,
+            auth=self._auth,
+            limiter=self._limiter,
+            retry=retry,
+            clock=self.clock,
+            rng=self._rng,
+            user_agent=self._user_agent,
+            server_hostname=self._server_hostname,
+            metrics=self._metrics,
+            on_close=keep_session,
+            proxy=self._proxy,
+        )
+        sibling._timeout = self._timeout
+        return sibling
 
     async def close(self) -> None:
         if self._on_close is not None:

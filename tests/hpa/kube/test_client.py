@@ -303,3 +303,14 @@ async def test_a_loaded_client_talks_to_the_kubeconfig_server(
         assert all(len(page["items"]) == 1 for page in listed)
     finally:
         await client.close()
+
+
+def test_a_policy_like_client_go_retries_server_errors_only_with_retry_after() -> None:
+    policy = RetryPolicy(server_errors_need_retry_after=True)
+    rng = random.Random(0)
+    assert not policy.decide(500, 1, method="GET", rng=rng).retry
+    assert not policy.decide(503, 1, method="GET", rng=rng).retry
+    waited = policy.decide(503, 1, method="GET", retry_after_seconds=2.0, rng=rng)
+    assert waited.retry
+    assert waited.delay_seconds == 2.0
+    assert policy.decide(429, 1, method="GET", rng=rng).retry
