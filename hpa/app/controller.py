@@ -379,6 +379,7 @@ class InformerScaleClient:
     ) -> None:
         self._informers = informers
         self._live = live
+        self._snapshots: dict[tuple[str, str, str], tuple[WorkloadRecord, ScaleSnapshot]] = {}
         self.cached_reads = 0
         self.live_reads = 0
 
@@ -390,9 +391,16 @@ class InformerScaleClient:
         if informer is None or not informer.has_synced():
             return None
         record = informer.store.get_by_name(namespace, target.name)
+        key = (target.kind, namespace, target.name)
         if record is None or record.selector.matches_nothing:
+            self._snapshots.pop(key, None)
             return None
-        return _snapshot(scale_from_workload(record))
+        known = self._snapshots.get(key)
+        if known is not None and known[0] is record:
+            return known[1]  # the informer's record is unchanged: so is its Scale
+        snapshot = _snapshot(scale_from_workload(record))
+        self._snapshots[key] = (record, snapshot)
+        return snapshot
 
     async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
         cached = self._cached(namespace, target)

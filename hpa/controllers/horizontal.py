@@ -497,6 +497,7 @@ class HorizontalController:
         self.metrics = HorizontalControllerMetrics(registry or CollectorRegistry())
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
+        self._selectors: dict[str, tuple[str, Selector]] = {}
         self._reports: dict[str, ReconcileReport] = {}
 
     # ------------------------------------------------------------------ informer hooks
@@ -513,6 +514,7 @@ class HorizontalController:
         self._histories.pop(key, None)
         self._last_sync.pop(key, None)
         self._reports.pop(key, None)
+        self._selectors.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
             self.metrics.desired_replicas.remove(namespace, name)
         self.metrics.num_hpas.set(len(self._histories))
@@ -604,10 +606,15 @@ class HorizontalController:
         """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps."""
         if text == "":
             return SelectorCheck(), None, ()
-        try:
-            selector = parse_selector(text)
-        except SelectorError as error:
-            return SelectorCheck(parse_error=str(error)), None, ()
+        cached = self._selectors.get(key)
+        if cached is not None and cached[0] == text:
+            selector = cached[1]  # the target's selector rarely changes: parse it once
+        else:
+            try:
+                selector = parse_selector(text)
+            except SelectorError as error:
+                return SelectorCheck(parse_error=str(error)), None, ()
+            self._selectors[key] = (text, selector)
         self.selector_index.put_if_present(hpa.namespace, key, selector=selector)
         pods = self._pods.list_pods(hpa.namespace, selector)
         selecting = set(

@@ -416,3 +416,33 @@ async def test_targets_the_informers_cannot_answer_are_read_with_get_scale(
         await synced.get_scale("default", missing)
     assert (synced.live_reads, synced.cached_reads) == (1, 0)
     assert len(apiserver.requests_to("GET", SCALE_PATH)) == 1
+
+
+async def test_a_cached_scale_follows_the_deployment_informer(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="1")
+    informer: Informer[WorkloadRecord] = Informer(
+        kube,
+        WORKLOAD_PATHS["Deployment"],
+        parse=functools.partial(parse_workload, kind="Deployment"),
+        clock=FakeClock(),
+    )
+    running = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5.0)
+        scales = InformerScaleClient({"Deployment": informer}, live_scales(kube))
+        assert (await scales.get_scale("default", WEB)).spec_replicas == 2
+        deployment = await kube.get("/apis/apps/v1/namespaces/default/deployments/web")
+        deployment["spec"]["replicas"] = 6
+        await kube.put("/apis/apps/v1/namespaces/default/deployments/web", deployment)
+
+        async def followed() -> bool:
+            return (await scales.get_scale("default", WEB)).spec_replicas == 6
+
+        await eventually(followed)
+        assert scales.live_reads == 0
+        assert apiserver.requests_to("GET", SCALE_PATH) == []
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)

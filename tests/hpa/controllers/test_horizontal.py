@@ -642,6 +642,18 @@ def test_the_selector_store_dedupes_label_sets_and_honours_limits() -> None:
     assert len(store) == 0
 
 
+async def test_a_changed_target_selector_is_followed_on_the_next_reconcile() -> None:
+    h = Harness()
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=500)
+    h.controller.track(hpa.key)
+    await h.controller.reconcile_key(hpa.key)
+    assert h.selectors.hpas_matching_pods(NS, [{"app": "web"}]) == (hpa.key,)
+    h.scales.set_scale(NS, target(), replicas=2, selector="app=api")
+    await h.controller.reconcile_key(hpa.key)
+    assert h.selectors.hpas_matching_pods(NS, [{"app": "web"}]) == ()
+    assert h.selectors.hpas_matching_pods(NS, [{"app": "api"}]) == (hpa.key,)
+
+
 _SELECTORS = ("app=web", "app=api", "tier in (front,back)", "app=web,tier=front", "!tier")
 _LABEL_SETS: tuple[dict[str, str], ...] = (
     {"app": "web"},
