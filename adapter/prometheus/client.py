@@ -14,8 +14,9 @@ Deliberate deviations:
   negative duration), and the deadline is also enforced locally: a caller never waits longer.
 - At most ``max_concurrent_requests`` requests are in flight; the rest queue within their deadline.
 - Concurrent identical requests (same endpoint and parameters, ``timeout`` aside) are coalesced
-  into one HTTP request (``SingleFlight``). Joiners share the first caller's request and so its
-  deadline toward Prometheus, while each still stops waiting at its own deadline.
+  into one HTTP request (``SingleFlight``), decoded once for all of them. Joiners share the
+  first caller's request and so its deadline toward Prometheus, while each still stops waiting
+  at its own deadline.
 - Cancelling a caller cancels the HTTP request unless other callers still wait for it.
 - Instant queries send no ``time`` unless asked: Prometheus evaluates at its own "now", and
   identical concurrent queries stay identical (and coalesce).
@@ -24,7 +25,7 @@ Deliberate deviations:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -62,6 +63,18 @@ SERIES_PATH = "/api/v1/series"
 _JSON_STATUSES = frozenset({400, 422, 503})
 
 Params = tuple[tuple[str, str], ...]
+
+
+def _decode_instant(data: Any) -> InstantResult:
+    return decode_instant(data, endpoint=QUERY_PATH)
+
+
+def _decode_matrix(data: Any) -> list[RangeSeries]:
+    return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
+
+
+def _decode_series(data: Any) -> list[Series]:
+    return decode_series(data, endpoint=SERIES_PATH)
 
 
 class ClientMetrics:
@@ -165,8 +178,10 @@ class PrometheusClient:
         params: list[tuple[str, str]] = [("query", query)]
         if time_seconds is not None:
             params.append(("time", format_seconds(time_seconds)))
-        data = await self._call(QUERY_PATH, tuple(params), timeout_seconds=timeout_seconds)
-        return decode_instant(data, endpoint=QUERY_PATH)
+        result: InstantResult = await self._call(
+            QUERY_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_instant
+        )
+        return result
 
     async def query_range(
         self,
@@ -186,8 +201,10 @@ class PrometheusClient:
             ("end", format_seconds(end_seconds)),
             ("step", format_seconds(step_seconds)),
         )
-        data = await self._call(QUERY_RANGE_PATH, params, timeout_seconds=timeout_seconds)
-        return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
+        series: list[RangeSeries] = await self._call(
+            QUERY_RANGE_PATH, params, timeout_seconds=timeout_seconds, decode=_decode_matrix
+        )
+        return list(series)
 
     async def series(
         self,
@@ -203,25 +220,38 @@ class PrometheusClient:
             params.append(("start", format_seconds(start_seconds)))
         if end_seconds is not None:
             params.append(("end", format_seconds(end_seconds)))
-        data = await self._call(SERIES_PATH, tuple(params), timeout_seconds=timeout_seconds)
-        return decode_series(data, endpoint=SERIES_PATH)
+        found: list[Series] = await self._call(
+            SERIES_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_series
+        )
+        return list(found)
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _call(self, path: str, params: Params, *, timeout_seconds: float | None) -> Any:
+    async def _call(
+        self,
+        path: str,
+        params: Params,
+        *,
+        timeout_seconds: float | None,
+        decode: Callable[[Any], Any],
+    ) -> Any:
+        """The decoded answer; the HTTP request and the decoding are shared by coalesced
+        callers (the decoded values are immutable)."""
         timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         key = (self.connection.method, path, params)
+
+        async def fetch() -> Any:
+            return decode(
+                await self._request(path, params, deadline=deadline, budget_seconds=timeout)
+            )
+
         try:
             async with asyncio.timeout_at(deadline):
-                data, shared = await self._flights.do(
-                    key,
-                    lambda: self._request(path, params, deadline=deadline, budget_seconds=timeout),
-                    name=f"prometheus {path}",
-                )
+                data, shared = await self._flights.do(key, fetch, name=f"prometheus {path}")
         except TimeoutError:
             error = PrometheusTimeoutError(
                 f"no answer from Prometheus within {timeout:g}s",

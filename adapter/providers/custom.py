@@ -17,7 +17,11 @@ Deliberate deviations (docs/adapter-values.md):
   list, which the HPA then rejects with "no metrics returned from custom metrics API");
 - empty, stale and NaN/Inf values are missing, never 0 (see ``adapter.providers.values``); an
   object listed by selector whose value is missing is left out of the list;
-- values carry the sample's real time and the rule's window instead of ``time.Now()`` and none.
+- values carry the sample's real time and the rule's window instead of ``time.Now()`` and none;
+- the rendered value query and staleness probe are kept for the index they were rendered from,
+  keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
+  HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
+  by rune) cost more CPU than the rest of the request (docs/performance-adapter.md).
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ from adapter.rules.registry import SeriesInfo
 from hpa.core.quantity import Quantity
 
 log = structlog.get_logger(__name__)
+
+PLAN_CACHE_SIZE = 256
+"""Rendered plans kept per index (the oldest is dropped first)."""
+
+_PlanKey = tuple[CustomMetricInfo, str | None, tuple[str, ...], tuple[Requirement, ...]]
 
 
 class IndexSource(Protocol):
@@ -136,6 +145,8 @@ class CustomMetricsProvider:
         self.settings = settings if settings is not None else ValueSettings()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._metrics = metrics
+        self._plans: dict[_PlanKey, _Plan] = {}
+        self._plans_index: MetricIndex | None = None
 
     def list_all_metrics(self) -> list[CustomMetricInfo]:
         """``ListAllMetrics`` from the current index (sorted)."""
@@ -256,7 +267,32 @@ class CustomMetricsProvider:
         names: Sequence[str],
         requirements: Sequence[Requirement],
     ) -> _Plan:
-        registry = self._indexes.index.custom
+        """The rendered queries for this request, from the cache of the current index."""
+        index = self._indexes.index
+        if index is not self._plans_index:
+            self._plans = {}
+            self._plans_index = index
+        key: _PlanKey = (info, namespace, tuple(names), tuple(requirements))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._render_plan(
+                index, info, namespace=namespace, names=names, requirements=requirements
+            )
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                del self._plans[next(iter(self._plans))]
+            self._plans[key] = plan
+        return plan
+
+    def _render_plan(
+        self,
+        index: MetricIndex,
+        info: CustomMetricInfo,
+        *,
+        namespace: str | None,
+        names: Sequence[str],
+        requirements: Sequence[Requirement],
+    ) -> _Plan:
+        registry = index.custom
         if info.namespaced and not namespace:
             raise InvalidRequestError("a namespaced metric needs a namespace")
         if not info.namespaced:

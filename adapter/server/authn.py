@@ -25,6 +25,8 @@ Deliberate deviations:
   reaching the authenticators (Go: ``tls.RequestClientCert``, then 401).
 - anonymous requests are refused (401) rather than passed on as ``system:anonymous``.
 - the ConfigMap is polled (default every 60 s) instead of watched.
+- a client certificate's parse and signature check are remembered per CA bundle, keyed by its
+  DER bytes (``VerifiedCertificates``); its validity window is checked on every request.
 """
 
 from __future__ import annotations
@@ -158,6 +160,43 @@ def verify_client_certificate(
     return None
 
 
+VERIFIED_CACHE_SIZE = 256
+
+
+class VerifiedCertificates:
+    """``verify_client_certificate`` against one CA bundle, remembering each certificate's
+    parse and signature check (keyed by its DER bytes: the same connection presents the same
+    certificate on every request). The validity window is checked on every call."""
+
+    def __init__(self, cas: Sequence[x509.Certificate]) -> None:
+        self._cas = tuple(cas)
+        self._checked: dict[bytes, x509.Certificate | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._cas)
+
+    def verify(self, der: bytes, *, now: datetime) -> x509.Certificate | None:
+        if der in self._checked:
+            leaf = self._checked[der]
+        else:
+            # Checked at its own notBefore so the answer does not depend on the time.
+            leaf = _verified_signature(der, self._cas)
+            if len(self._checked) >= VERIFIED_CACHE_SIZE:
+                del self._checked[next(iter(self._checked))]
+            self._checked[der] = leaf
+        if leaf is None or not leaf.not_valid_before_utc <= now <= leaf.not_valid_after_utc:
+            return None
+        return leaf
+
+
+def _verified_signature(der: bytes, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
+    try:
+        leaf = x509.load_der_x509_certificate(der)
+    except ValueError:
+        return None
+    return verify_client_certificate(der, cas, now=leaf.not_valid_before_utc)
+
+
 def _issued_by(leaf: x509.Certificate, ca: x509.Certificate) -> bool:
     try:
         leaf.verify_directly_issued_by(ca)
@@ -182,15 +221,13 @@ class RequestHeaderAuthenticator:
 
     def __init__(self, config: AuthenticationConfig, *, clock: Clock) -> None:
         self.config = config
-        self._cas = load_ca_bundle(config.requestheader_ca_pem)
+        self._cas = VerifiedCertificates(load_ca_bundle(config.requestheader_ca_pem))
         self._clock = clock
 
     async def authenticate(self, credentials: Credentials) -> UserInfo | None:
         if credentials.peer_certificate_der is None or not self._cas:
             return None
-        leaf = verify_client_certificate(
-            credentials.peer_certificate_der, self._cas, now=self._clock.now()
-        )
+        leaf = self._cas.verify(credentials.peer_certificate_der, now=self._clock.now())
         if leaf is None:
             return None
         allowed = self.config.requestheader_allowed_names
@@ -221,15 +258,13 @@ class ClientCertificateAuthenticator:
     """x509 users: CN is the name, O the groups (``--client-ca-file``)."""
 
     def __init__(self, config: AuthenticationConfig, *, clock: Clock) -> None:
-        self._cas = load_ca_bundle(config.client_ca_pem)
+        self._cas = VerifiedCertificates(load_ca_bundle(config.client_ca_pem))
         self._clock = clock
 
     async def authenticate(self, credentials: Credentials) -> UserInfo | None:
         if credentials.peer_certificate_der is None or not self._cas:
             return None
-        leaf = verify_client_certificate(
-            credentials.peer_certificate_der, self._cas, now=self._clock.now()
-        )
+        leaf = self._cas.verify(credentials.peer_certificate_der, now=self._clock.now())
         if leaf is None:
             return None
         return UserInfo(_common_name(leaf), groups=_organizations(leaf))

@@ -90,10 +90,20 @@ def _described_object(value: CustomMetricValue) -> JsonObject:
 
 
 def custom_item_v1beta2(value: CustomMetricValue) -> JsonObject:
+    return _custom_item_v1beta2(
+        value,
+        time_text=format_time(value.timestamp),
+        selector=label_selector(value.metric_selector),
+    )
+
+
+def _custom_item_v1beta2(
+    value: CustomMetricValue, *, time_text: str, selector: JsonObject | None
+) -> JsonObject:
     item: JsonObject = {
         "describedObject": _described_object(value),
-        "metric": {"name": value.metric, "selector": label_selector(value.metric_selector)},
-        "timestamp": format_time(value.timestamp),
+        "metric": {"name": value.metric, "selector": selector},
+        "timestamp": time_text,
     }
     if value.window_seconds is not None:
         item["windowSeconds"] = value.window_seconds
@@ -115,13 +125,30 @@ def custom_item_v1beta1(value: CustomMetricValue) -> JsonObject:
 
 
 def custom_value_list(version: str, values: Sequence[CustomMetricValue]) -> JsonObject:
-    """``MetricValueList`` of ``custom.metrics.k8s.io/<version>`` (v1beta1 or v1beta2)."""
-    convert = custom_item_v1beta2 if version == "v1beta2" else custom_item_v1beta1
+    """``MetricValueList`` of ``custom.metrics.k8s.io/<version>`` (v1beta1 or v1beta2).
+
+    The items of one list mostly share their timestamp (one scrape) and always their metric
+    selector, so in v1beta2 each distinct one is formatted once per list."""
+    if version != "v1beta2":
+        items = [custom_item_v1beta1(value) for value in values]
+    else:
+        times: dict[datetime, str] = {}
+        selectors: dict[tuple[Requirement, ...] | None, JsonObject | None] = {}
+        items = []
+        for value in values:
+            time_text = times.get(value.timestamp)
+            if time_text is None:
+                time_text = times[value.timestamp] = format_time(value.timestamp)
+            if value.metric_selector in selectors:
+                selector = selectors[value.metric_selector]
+            else:
+                selector = selectors[value.metric_selector] = label_selector(value.metric_selector)
+            items.append(_custom_item_v1beta2(value, time_text=time_text, selector=selector))
     return {
         "kind": "MetricValueList",
         "apiVersion": f"{CUSTOM_GROUP}/{version}",
         "metadata": {},
-        "items": [convert(value) for value in values],
+        "items": items,
     }
 
 

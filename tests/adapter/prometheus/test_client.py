@@ -204,6 +204,7 @@ async def test_concurrent_identical_queries_share_one_request(prometheus: FakePr
         results = await asyncio.gather(*tasks)
     assert len(prometheus.requests) == 1
     assert {result.samples[0].value_text for result in results} == {"42"}
+    assert all(result is results[0] for result in results)  # the answer is decoded once
     assert (
         sample_value(
             registry,

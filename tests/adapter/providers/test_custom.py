@@ -229,3 +229,34 @@ async def test_concurrent_identical_requests_share_queries_and_cancel_together()
         with pytest.raises(asyncio.CancelledError):
             await task
         await setup.prometheus.wait_for_cancelled(2)
+
+
+async def test_repeated_requests_follow_new_pods_and_a_new_index() -> None:
+    """Rendered queries are reused, but never for other pods or after a relist."""
+    async with scenario() as setup:
+        setup.tables.values = {"web-1": "1", "web-2": "2", "web-3": "3"}
+        setup.tables.ages = {"web-1": 1.0, "web-2": 1.0, "web-3": 1.0}
+        custom = setup.providers.custom
+
+        async def names() -> list[str]:
+            values = await custom.get_metric_by_selector(
+                pods(), namespace="ns1", selector="app=web"
+            )
+            return [v.described_object.name for v in values]
+
+        first = await names()
+        again = await names()
+        setup.pods.pods["ns1"]["web-3"] = {"app": "web"}
+        grown = await names()
+        seen = len(setup.prometheus.queries())
+        await setup.providers.relister.relist()
+        relisted = len(setup.prometheus.queries())
+        after_relist = await names()
+        queries = setup.prometheus.queries()
+    assert first == again == ["web-1", "web-2"]
+    assert grown == after_relist == ["web-1", "web-2", "web-3"]
+    assert (
+        'sum(rate(http_requests_total{namespace="ns1",pod=~"web-1|web-2|web-3"}[2m])) by (pod)'
+        in queries[:seen]
+    )
+    assert len(queries) - relisted == 2  # value and probe, rendered again for the new index

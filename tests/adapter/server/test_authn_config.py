@@ -14,6 +14,7 @@ from adapter.server.authn import (
     AuthenticationConfig,
     Credentials,
     RequestHeaderAuthenticator,
+    VerifiedCertificates,
     config_from_configmap,
     verify_client_certificate,
 )
@@ -95,3 +96,20 @@ def test_certificate_checks(tmp_path: Path) -> None:
     serving_ca = x509.load_pem_x509_certificate(pki.serving_ca.pair.cert_path.read_bytes())
     assert verify_client_certificate(_der(pki.serving.cert_path), [serving_ca], now=now) is None
     assert verify_client_certificate(b"not a certificate", [ca], now=now) is None
+
+
+def test_remembered_certificates_keep_every_check(tmp_path: Path) -> None:
+    """A certificate verified once is still refused once it expires; a refused one stays
+    refused however often it is presented."""
+    pki = create_test_pki(tmp_path)
+    ca = x509.load_pem_x509_certificate(pki.front_proxy_ca.pair.cert_path.read_bytes())
+    verified = VerifiedCertificates([ca])
+    good = _der(pki.front_proxy_client.cert_path)
+    rogue = _der(pki.rogue.cert_path)
+    now = dt.datetime.now(dt.UTC)
+    assert [verified.verify(good, now=now) is not None for _ in range(2)] == [True, True]
+    assert verified.verify(good, now=now + dt.timedelta(days=30)) is None
+    assert verified.verify(good, now=now - dt.timedelta(days=1)) is None
+    assert [verified.verify(rogue, now=now) for _ in range(2)] == [None, None]
+    assert verified.verify(b"not a certificate", now=now) is None
+    assert not VerifiedCertificates([])

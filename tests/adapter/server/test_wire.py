@@ -6,8 +6,17 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from adapter.providers import CustomMetricValue
+from adapter.providers.objects import ObjectReference
 from adapter.rules import parse_selector
-from adapter.server.wire import format_go_duration, format_time, label_selector
+from adapter.server.wire import (
+    custom_item_v1beta2,
+    custom_value_list,
+    format_go_duration,
+    format_time,
+    label_selector,
+)
+from hpa.core.quantity import Quantity
 
 
 @pytest.mark.parametrize(
@@ -45,3 +54,37 @@ def test_label_selector_forms() -> None:
             {"key": "d", "operator": "NotIn", "values": ["x"]},
         ],
     }
+
+
+def test_a_value_list_formats_each_item_with_its_own_time_and_selector() -> None:
+    """Items of one list share formatted times and selectors only when they are equal."""
+    first = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    selector = parse_selector("method=GET")
+    values = [
+        CustomMetricValue(
+            ObjectReference("v1", "Pod", name=name, namespace="ns1"),
+            "m",
+            value=Quantity.from_milli(milli),
+            timestamp=first + timedelta(seconds=offset),
+            window_seconds=120,
+            metric_selector=chosen,
+        )
+        for name, milli, offset, chosen in [
+            ("a", 1500, 0, selector),
+            ("b", 2000, 0, selector),
+            ("c", 250, 7, None),
+        ]
+    ]
+    body = custom_value_list("v1beta2", values)
+    assert body["items"] == [custom_item_v1beta2(value) for value in values]
+    assert [item["timestamp"] for item in body["items"]] == [
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:12Z",
+    ]
+    assert [item["metric"]["selector"] for item in body["items"]] == [
+        {"matchLabels": {"method": "GET"}},
+        {"matchLabels": {"method": "GET"}},
+        None,
+    ]
+    assert [item["value"] for item in body["items"]] == ["1500m", "2", "250m"]

@@ -1,0 +1,738 @@
+"""The metrics layer under load: a Pods-metric request for 100 pods through ``hpa adapter`` versus
+the same PromQL sent to Prometheus directly.
+
+Run::
+
+    .venv/bin/python -m bench.adapter                 # 200 requests/s, 30 s per path
+    .venv/bin/python -m bench.adapter --quick         # smoke run: 50 requests/s, 3 s per path
+
+What runs (each its own process, so no component steals another's interpreter):
+
+* a fixture (``python -m bench.adapter --fixture DIR``): the lab's workload exporter
+  (``tests.lab.exporter.WorkloadExporter`` with an in-memory pod source) exporting
+  ``http_requests_total`` for ``--pods`` pods of ``bench/app=bench``, and the fake Kubernetes API
+  of the adapter tests (``tests.fakes.kubeauth.FakeKubeAuth``: the same pods for the pod watch,
+  the ``extension-apiserver-authentication`` ConfigMap, SubjectAccessReviews allowed for the HPA
+  controller's user);
+* Debian's Prometheus (``tests.lab.prometheus.PrometheusServer``) scraping the exporter every 1 s;
+* the real ``hpa adapter`` process (``python -m hpa adapter``) with a rule turning
+  ``http_requests_total`` into ``pods/http_requests_per_second``, serving TLS with a serving
+  certificate and authenticating the bench's front-proxy client certificate plus
+  ``X-Remote-User`` headers, as kube-apiserver's aggregator does;
+* this process: the open-loop load generator.
+
+Load: a constant arrival rate (``--rate`` requests/s, requests sent on schedule whether or not
+earlier ones finished) over keep-alive connections. Latency is measured from the *scheduled*
+send time to the last byte of the answer, so a stalled client or server cannot hide queueing
+(no coordinated omission). The paths alternate in ``--rounds`` segments (direct, adapter, direct,
+adapter, ...) so a neighbour's burst on the shared machine hits both alike:
+
+* ``direct``: ``GET /api/v1/query`` on Prometheus with the exact PromQL the adapter renders
+  (read from the adapter's ``/debug/explain``);
+* ``adapter``: ``GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/bench/pods/*/
+  http_requests_per_second?labelSelector=app=bench`` over TLS;
+* ``direct+probe`` (unless ``--no-probe-path``): the value query and the adapter's staleness
+  probe (docs/adapter-values.md) sent concurrently to Prometheus; its latency is the slower of
+  the two, i.e. what Prometheus alone costs the adapter per request.
+
+Reported: p50, p99 and max of each path, adapter p99 minus direct p99 (goal <= 5 ms), errors,
+the client's own scheduling lag (p99 of actual minus scheduled send time; if it is large the
+machine was too busy for the numbers to mean much), and the adapter's CPU seconds per 1,000
+requests from ``/proc/<pid>/stat`` (utime + stime) around the adapter segments, plus Prometheus's
+CPU per 1,000 requests for each path. ``--profile FILE`` runs the adapter under ``cProfile``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+NAMESPACE = "bench"
+METRIC = "http_requests_per_second"
+SELECTOR = "app=bench"
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+ADAPTER_PATH = (
+    f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}/pods/*/{METRIC}"
+    f"?labelSelector={SELECTOR}"
+)
+GOAL_P99_DIFFERENCE_SECONDS = 0.005
+RULES = """\
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+"""
+CLOCK_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+START_TIMEOUT_SECONDS = 60.0
+
+
+def pod_names(count: int) -> list[str]:
+    return [f"bench-{index:03d}" for index in range(count)]
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (``/proc/<pid>/stat`` fields 14 and 15), in seconds."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_SECOND
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (``fraction`` in [0, 1]); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * fraction // 1))
+    return ordered[min(len(ordered), int(rank)) - 1]
+
+
+def load_average() -> tuple[float, float, float]:
+    return os.getloadavg()
+
+
+# ---------------------------------------------------------------- the fixture process
+
+
+def _pod_json(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "uid": f"uid-{name}",
+            "labels": {"app": "bench"},
+            "resourceVersion": "1",
+        },
+        "spec": {"containers": [{"name": "app"}], "nodeName": "node-1"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+async def run_fixture(directory: Path, *, pods: int, pki_dir: Path) -> None:
+    """Exporter + fake Kubernetes API until SIGTERM; writes ``fixture.json`` once listening."""
+    from tests.fakes.kubeauth import FakeKubeAuth
+    from tests.lab.exporter import InMemoryPodSource, WorkloadExporter
+    from tests.lab.load_model import PodState, WorkloadProfile
+
+    names = pod_names(pods)
+    states = [
+        PodState(namespace=NAMESPACE, name=name, labels={"app": "bench"}, containers=("app",))
+        for name in names
+    ]
+    profile = WorkloadProfile(namespace=NAMESPACE, workload="bench", selector={"app": "bench"})
+    configmap = {
+        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
+        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
+        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
+        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
+        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
+        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
+    }
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    exporter = WorkloadExporter(pod_source=InMemoryPodSource(states))
+    async with (
+        FakeKubeAuth(configmap=configmap, pods=[_pod_json(name) for name in names]) as kube,
+        exporter,
+    ):
+        kube.sar_rule = lambda spec: (spec["user"] == HPA_USER, "")
+        exporter.add_workload(profile, rps=10 * pods)
+        ready = directory / "fixture.json"
+        partial = ready.with_suffix(".tmp")
+        partial.write_text(json.dumps({"kube_url": kube.url, "exporter": exporter.scrape_target}))
+        partial.replace(ready)
+        await stopping.wait()
+
+
+# ---------------------------------------------------------------- processes
+
+
+@dataclass
+class Processes:
+    """Child processes to end (by their own process group) when the bench finishes."""
+
+    children: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def spawn(
+        self, argv: Sequence[str], *, log_path: Path, source: Path = REPO_ROOT
+    ) -> subprocess.Popen[bytes]:
+        python_path = [str(source), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(python_path)}
+        with log_path.open("ab") as log_file:
+            process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=source,
+                env=env,
+                start_new_session=True,
+            )
+        self.children.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in reversed(self.children):
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        for process in reversed(self.children):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def wait_for_file(path: Path, process: subprocess.Popen[bytes], *, log_path: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not path.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited:\n{tail(log_path)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear within {START_TIMEOUT_SECONDS}s")
+        time.sleep(0.05)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def free_port() -> int:
+    from tests.lab.prometheus import free_loopback_port
+
+    return free_loopback_port()
+
+
+def write_kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": url}}],
+                "users": [{"name": "adapter", "user": {"token": "adapter-token"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "adapter"}}],
+                "current-context": "fake",
+            }
+        )
+    )
+    return path
+
+
+# ---------------------------------------------------------------- load
+
+
+@dataclass
+class Segment:
+    """One path's measurements (possibly over several segments)."""
+
+    name: str
+    latencies_seconds: list[float] = field(default_factory=list)
+    lags_seconds: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    sent: int = 0
+    adapter_cpu_seconds: float = 0.0
+    prometheus_cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def completed(self) -> int:
+        return len(self.latencies_seconds)
+
+    def p(self, fraction: float) -> float:
+        return percentile(self.latencies_seconds, fraction)
+
+    def per_thousand(self, cpu_seconds: float) -> float:
+        return cpu_seconds / self.sent * 1000 if self.sent else float("nan")
+
+
+Request = Callable[[], Awaitable[None]]
+
+
+async def open_loop(
+    request: Request,
+    segment: Segment,
+    *,
+    rate_per_second: float,
+    duration_seconds: float,
+    record: bool = True,
+) -> None:
+    """Send ``request`` at a constant rate for ``duration_seconds``; latency from the schedule."""
+    loop = asyncio.get_running_loop()
+    count = round(rate_per_second * duration_seconds)
+    start = loop.time() + 0.05
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(scheduled: float) -> None:
+        lag = loop.time() - scheduled
+        try:
+            await request()
+        except Exception as error:  # noqa: BLE001 - counted and shown, the load goes on
+            if record:
+                segment.errors += 1
+                if len(segment.error_samples) < 3:
+                    segment.error_samples.append(repr(error)[:300])
+            return
+        if record:
+            segment.latencies_seconds.append(loop.time() - scheduled)
+            segment.lags_seconds.append(lag)
+
+    for index in range(count):
+        scheduled = start + index / rate_per_second
+        delay = scheduled - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(one(scheduled))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        if record:
+            segment.sent += 1
+    if tasks:
+        await asyncio.wait(tasks, timeout=30)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    adapter_url: str
+    prometheus_url: str
+    adapter_ssl: ssl.SSLContext
+    promql: str
+    probe: str
+
+
+def probe_query(promql: str) -> str:
+    """The adapter's staleness probe for this value query (docs/adapter-values.md): the same
+    series and label matchers, ``max by (pod) (timestamp(...))``."""
+    match = re.search(r"(http_requests_total\{[^}]*\})", promql)
+    if match is None:
+        raise ValueError(f"no series selector in {promql!r}")
+    return f"max by (pod) (timestamp({match.group(1)}))"
+
+
+async def measure(
+    target: Target,
+    *,
+    rate_per_second: float,
+    duration_seconds: float,
+    rounds: int,
+    pods: int,
+    adapter_pid: int,
+    prometheus_pid: int,
+    probe_path: bool,
+) -> list[Segment]:
+    headers = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+    connector = aiohttp.TCPConnector(limit=256, limit_per_host=256)
+    timeout = aiohttp.ClientTimeout(total=20)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+        async def adapter() -> None:
+            async with session.get(
+                target.adapter_url + ADAPTER_PATH, headers=headers, ssl=target.adapter_ssl
+            ) as response:
+                body = await response.read()
+            if response.status != 200:
+                raise RuntimeError(f"adapter answered {response.status}: {body[:200]!r}")
+            items = orjson.loads(body)["items"]
+            if len(items) != pods:
+                raise RuntimeError(f"adapter answered {len(items)} items, not {pods}")
+
+        async def prometheus(query: str) -> None:
+            async with session.get(
+                target.prometheus_url + "/api/v1/query", params={"query": query}
+            ) as response:
+                body = await response.read()
+            if response.status != 200:
+                raise RuntimeError(f"prometheus answered {response.status}: {body[:200]!r}")
+            result = orjson.loads(body)["data"]["result"]
+            if len(result) != pods:
+                raise RuntimeError(f"prometheus answered {len(result)} samples, not {pods}")
+
+        async def direct() -> None:
+            await prometheus(target.promql)
+
+        async def direct_and_probe() -> None:
+            await asyncio.gather(prometheus(target.promql), prometheus(target.probe))
+
+        paths: list[tuple[Segment, Request]] = [
+            (Segment("direct"), direct),
+            (Segment("adapter"), adapter),
+        ]
+        if probe_path:
+            paths.append((Segment("direct+probe"), direct_and_probe))
+        # Warm-up: connections, caches (SubjectAccessReview), the interpreter's own warm-up.
+        for segment, request in paths:
+            await open_loop(
+                request,
+                segment,
+                rate_per_second=rate_per_second,
+                duration_seconds=2.0,
+                record=False,
+            )
+        per_round = duration_seconds / rounds
+        for _ in range(rounds):
+            for segment, request in paths:
+                adapter_before = process_cpu_seconds(adapter_pid)
+                prometheus_before = process_cpu_seconds(prometheus_pid)
+                started = time.monotonic()
+                await open_loop(
+                    request,
+                    segment,
+                    rate_per_second=rate_per_second,
+                    duration_seconds=per_round,
+                )
+                segment.wall_seconds += time.monotonic() - started
+                segment.adapter_cpu_seconds += process_cpu_seconds(adapter_pid) - adapter_before
+                segment.prometheus_cpu_seconds += (
+                    process_cpu_seconds(prometheus_pid) - prometheus_before
+                )
+        return [segment for segment, _ in paths]
+
+
+# ---------------------------------------------------------------- setup
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]], *, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            if await check():
+                return
+        except (aiohttp.ClientError, OSError, KeyError, ValueError) as error:
+            last = repr(error)
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"{what} not ready within {START_TIMEOUT_SECONDS}s {last}")
+
+
+async def adapter_ready(url: str, context: ssl.SSLContext, *, pods: int) -> str:
+    """Wait for /readyz and a full answer; the PromQL the adapter renders (from explain)."""
+    headers = {"X-Remote-User": HPA_USER}
+    async with aiohttp.ClientSession() as session:
+
+        async def ready() -> bool:
+            async with session.get(url + "/readyz", ssl=context) as response:
+                return response.status == 200
+
+        async def full() -> bool:
+            async with session.get(url + ADAPTER_PATH, headers=headers, ssl=context) as response:
+                if response.status != 200:
+                    return False
+                return len(orjson.loads(await response.read())["items"]) == pods
+
+        await wait_until(ready, what="adapter /readyz")
+        await wait_until(full, what=f"adapter values for {pods} pods")
+        path = ADAPTER_PATH.partition("?")[0]
+        async with session.get(
+            url + "/debug/explain",
+            params={"path": path, "labelSelector": SELECTOR},
+            headers=headers,
+            ssl=context,
+        ) as response:
+            document = orjson.loads(await response.read())
+    query = document.get("query")
+    if not isinstance(query, str):
+        raise RuntimeError(f"explain has no PromQL: {document}")
+    return query
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    segments: list[Segment]
+    promql: str
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    adapter_idle_cpu_per_second: float
+    coalesced: str
+
+
+def adapter_argv(
+    *,
+    python: str,
+    profile: Path | None,
+    config: Path,
+    port: int,
+    pki: Path,
+    kubeconfig: Path,
+    prometheus_url: str,
+) -> list[str]:
+    runner = [python, "-m", "cProfile", "-o", str(profile)] if profile is not None else [python]
+    return [
+        *runner,
+        "-m",
+        "hpa",
+        "adapter",
+        f"--config={config}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        f"--tls-cert-file={pki / 'serving.crt'}",
+        f"--tls-private-key-file={pki / 'serving.key'}",
+        f"--kubeconfig={kubeconfig}",
+        f"--prometheus-url={prometheus_url}",
+        "--log-level=warning",
+    ]
+
+
+def run(args: argparse.Namespace, workdir: Path) -> Run:
+    from tests.adapter.server.tlsserver import client_context, create_test_pki
+    from tests.lab.prometheus import PrometheusServer
+
+    processes = Processes()
+    (workdir / "fixture.json").unlink(missing_ok=True)
+    shutil.rmtree(workdir / "prometheus", ignore_errors=True)
+    pki_dir = workdir / "pki"
+    pki = create_test_pki(pki_dir)
+    fixture_log = workdir / "fixture.log"
+    fixture = processes.spawn(
+        [
+            sys.executable,
+            "-m",
+            "bench.adapter",
+            f"--fixture={workdir}",
+            f"--pods={args.pods}",
+        ],
+        log_path=fixture_log,
+    )
+    prometheus: PrometheusServer | None = None
+    try:
+        wait_for_file(workdir / "fixture.json", fixture, log_path=fixture_log)
+        endpoints = json.loads((workdir / "fixture.json").read_text())
+        prometheus = PrometheusServer(
+            targets={"bench": [endpoints["exporter"]]},
+            workdir=workdir / "prometheus",
+            scrape_interval_seconds=1.0,
+        )
+        prometheus.start()
+        prometheus.wait_for_targets(timeout_seconds=30)
+        config = workdir / "rules.yaml"
+        config.write_text(RULES)
+        port = free_port()
+        adapter_log = workdir / "adapter.log"
+        adapter = processes.spawn(
+            adapter_argv(
+                python=sys.executable,
+                profile=args.profile,
+                config=config,
+                port=port,
+                pki=pki_dir,
+                kubeconfig=write_kubeconfig(workdir / "kubeconfig", endpoints["kube_url"]),
+                prometheus_url=prometheus.url,
+            ),
+            log_path=adapter_log,
+            source=args.adapter_source,
+        )
+        adapter_url = f"https://127.0.0.1:{port}"
+        context = client_context(pki, pki.front_proxy_client)
+        prometheus_pid = _prometheus_pid(workdir / "prometheus")
+        try:
+            promql = asyncio.run(adapter_ready(adapter_url, context, pods=args.pods))
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}\nadapter log:\n{tail(adapter_log)}") from None
+        idle_before = process_cpu_seconds(adapter.pid)
+        time.sleep(2.0)
+        idle_per_second = (process_cpu_seconds(adapter.pid) - idle_before) / 2.0
+        target = Target(
+            adapter_url=adapter_url,
+            prometheus_url=prometheus.url,
+            adapter_ssl=context,
+            promql=promql,
+            probe=probe_query(promql),
+        )
+        load_before = load_average()
+        segments = asyncio.run(
+            measure(
+                target,
+                rate_per_second=args.rate,
+                duration_seconds=args.duration,
+                rounds=args.rounds,
+                pods=args.pods,
+                adapter_pid=adapter.pid,
+                prometheus_pid=prometheus_pid,
+                probe_path=args.probe_path,
+            )
+        )
+        load_after = load_average()
+        coalesced = asyncio.run(_coalesced(adapter_url, context))
+        if adapter.poll() is not None:
+            raise RuntimeError(f"the adapter exited during the run:\n{tail(adapter_log)}")
+        return Run(
+            segments=segments,
+            promql=promql,
+            load_before=load_before,
+            load_after=load_after,
+            adapter_idle_cpu_per_second=idle_per_second,
+            coalesced=coalesced,
+        )
+    finally:
+        processes.stop_all()
+        if prometheus is not None:
+            prometheus.stop()
+
+
+def _prometheus_pid(workdir: Path) -> int:
+    """The Prometheus process serving ``workdir`` (PrometheusServer does not expose its pid)."""
+    wanted = f"--storage.tsdb.path={workdir / 'data'}"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if wanted.encode() in argv:
+                return int(entry.name)
+    raise RuntimeError("cannot find the Prometheus process")
+
+
+async def _coalesced(url: str, context: ssl.SSLContext) -> str:
+    """The adapter's Prometheus client counters: requests sent and calls coalesced."""
+    headers = {"X-Remote-User": HPA_USER}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url + "/metrics", headers=headers, ssl=context) as response,
+    ):
+        text = await response.text()
+    sent = coalesced = 0.0
+    for line in text.splitlines():
+        if line.startswith(
+            'prometheus_adapter_prometheus_client_request_duration_seconds_count{path="/api/v1/query"}'
+        ):
+            sent = float(line.split()[-1])
+        if line.startswith(
+            'prometheus_adapter_prometheus_client_coalesced_total{path="/api/v1/query"}'
+        ):
+            coalesced = float(line.split()[-1])
+    return f"{sent:.0f} queries sent to Prometheus, {coalesced:.0f} calls coalesced"
+
+
+# ---------------------------------------------------------------- report
+
+
+def render(result: Run, *, command: str, rate: float) -> str:
+    def ms(seconds: float) -> str:
+        return f"{seconds * 1000:.2f}"
+
+    by_name = {segment.name: segment for segment in result.segments}
+    lines = [
+        f"$ {command}",
+        f"load average before {result.load_before[0]:.2f}, after {result.load_after[0]:.2f} "
+        f"(1 min; {os.cpu_count()} CPUs)",
+        f"PromQL: {result.promql[:110]}{'...' if len(result.promql) > 110 else ''}",
+        "",
+        "| path | sent | errors | p50 ms | p99 ms | max ms | client lag p99 ms "
+        "| adapter CPU s/1k req | Prometheus CPU s/1k req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for segment in result.segments:
+        lines.append(
+            f"| {segment.name} | {segment.sent} | {segment.errors} | {ms(segment.p(0.5))} "
+            f"| {ms(segment.p(0.99))} | {ms(max(segment.latencies_seconds, default=0.0))} "
+            f"| {ms(percentile(segment.lags_seconds, 0.99))} "
+            f"| {segment.per_thousand(segment.adapter_cpu_seconds):.3f} "
+            f"| {segment.per_thousand(segment.prometheus_cpu_seconds):.3f} |"
+        )
+    direct, adapter = by_name["direct"], by_name["adapter"]
+    difference = adapter.p(0.99) - direct.p(0.99)
+    verdict = "met" if difference <= GOAL_P99_DIFFERENCE_SECONDS else "MISSED"
+    idle = result.adapter_idle_cpu_per_second
+    lines += [
+        "",
+        f"adapter p99 - direct p99 = {ms(difference)} ms (goal <= "
+        f"{ms(GOAL_P99_DIFFERENCE_SECONDS)} ms: {verdict}); "
+        f"adapter p50 - direct p50 = {ms(adapter.p(0.5) - direct.p(0.5))} ms",
+        f"adapter CPU: {adapter.per_thousand(adapter.adapter_cpu_seconds):.3f} s per 1,000 "
+        f"requests at {rate:g}/s ({adapter.adapter_cpu_seconds / adapter.wall_seconds:.0%} of "
+        f"a core; idle {idle:.3f} CPU-s/s); {result.coalesced}",
+    ]
+    for segment in result.segments:
+        for sample in segment.error_samples:
+            lines.append(f"error ({segment.name}): {sample}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.adapter",
+        description="Latency of the adapter's Pods-metric path versus Prometheus directly.",
+    )
+    parser.add_argument("--rate", type=float, default=200.0, help="requests/s (default 200)")
+    parser.add_argument(
+        "--duration", type=float, default=30.0, help="seconds per path (default 30)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating segments per path (default 3)"
+    )
+    parser.add_argument("--pods", type=int, default=100, help="pods selected (default 100)")
+    parser.add_argument(
+        "--no-probe-path",
+        dest="probe_path",
+        action="store_false",
+        help="skip the direct value+probe path",
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: 50/s, 3 s per path")
+    parser.add_argument("--profile", type=Path, help="run the adapter under cProfile into FILE")
+    parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
+    parser.add_argument(
+        "--adapter-source",
+        type=Path,
+        default=REPO_ROOT,
+        help="run the adapter from this source tree (e.g. `git archive` of an older commit) to "
+        "compare before and after a change; default: this checkout",
+    )
+    parser.add_argument("--fixture", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rate, args.duration, args.rounds = 50.0, 3.0, 1
+    if args.rounds < 1 or args.duration <= 0 or args.rate <= 0:
+        parser.error("--rounds, --duration and --rate must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.fixture is not None:
+        asyncio.run(run_fixture(args.fixture, pods=args.pods, pki_dir=args.fixture / "pki"))
+        return
+    command = shlex.join([".venv/bin/python", "-m", "bench.adapter", *sys.argv[1:]])
+    if args.profile is not None:
+        args.profile = args.profile.resolve()
+    args.adapter_source = args.adapter_source.resolve()
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        result = run(args, args.workdir.resolve())
+    else:
+        with tempfile.TemporaryDirectory(prefix="hpa-bench-adapter-") as directory:
+            result = run(args, Path(directory))
+    print(render(result, command=command, rate=args.rate))
+
+
+if __name__ == "__main__":
+    main()
