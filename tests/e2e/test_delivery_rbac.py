@@ -4,10 +4,13 @@ minted tokens, through a scaling scenario in the lab.
 The chart's ServiceAccounts, (Cluster)Roles and bindings are applied from manifests/hpa.yaml.
 `hpa adapter` runs with the adapter's token (pod and node informers, the
 extension-apiserver-authentication ConfigMap, SubjectAccessReviews), behind the chart's
-APIServices for custom.metrics.k8s.io, serving a Pods metric from the lab's Prometheus.
-`hpa controller` runs with the controller's token (HPA and pod informers, the Lease, the metric
-read through the aggregation layer, /scale, /status, events) and must scale the Deployment from 1
-to 4 replicas on 40 requests/s with a target of 10 per pod.
+APIServices for custom.metrics.k8s.io (v1beta1, v1beta2), external.metrics.k8s.io and
+metrics.k8s.io, serving the lab's Prometheus series with tests/e2e/controller_lab.py's rules.
+`hpa controller` runs with the controller's token (HPA, pod and workload informers, the Lease,
+metrics read through the aggregation layer, /scale, /status, events) and must scale three
+Deployments, one per metric type: a Pods metric (40 requests/s, 10 per pod: 4 replicas), an
+External metric (30 offered requests/s, 10 per replica: 3) and CPU utilization (210 % of the
+request on one pod, target 50 %, capped at 3). Neither process may log an RBAC denial.
 
 Deviation from a cluster: both run as processes of this machine in the host network namespace;
 the adapter listens on the lab's host address, which the Service's EndpointSlice names (the lab's
@@ -17,6 +20,7 @@ aggregation routing). The serving certificate comes from the lab's CA (`issue_se
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import subprocess
@@ -26,11 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.delivery.chart import RELEASE_NAMESPACE
+from tests.e2e.controller_lab import (
+    ADAPTER_API_VERSIONS,
+    adapter_rules,
+    cpu_utilization_metric,
+    deployment_manifest,
+    hpa_manifest,
+    offered_load_metric,
+    pods_metric,
+)
 from tests.e2e.test_delivery import RBAC_KINDS, manifests, restricted_namespace, token_kubeconfig
-from tests.e2e.test_lab import deployment, exactly_ready
+from tests.e2e.test_lab import exactly_ready
 from tests.lab import aggregation
 from tests.lab.lab import REPO_ROOT, Lab
 from tests.lab.load_model import WorkloadProfile
@@ -42,55 +54,14 @@ __all__ = ["restricted_namespace"]  # the fixture, shared with tests/e2e/test_de
 NAMESPACE = "e2e-delivery-rbac"
 ADAPTER = "hpa-adapter"
 CONTROLLER = "hpa-controller"
-CUSTOM_METRICS_VERSIONS = [
-    ("custom.metrics.k8s.io", "v1beta2"),
-    ("custom.metrics.k8s.io", "v1beta1"),
-]
-PROFILE = WorkloadProfile(
-    namespace=NAMESPACE,
-    workload="web",
-    selector={"app": "web"},
-    cpu_per_request_milli=10,
-    base_cpu_milli=10,
-)
-RULES = {
-    "rules": [
-        {
-            "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
-            "resources": {
-                "overrides": {
-                    "namespace": {"resource": "namespace"},
-                    "pod": {"resource": "pod"},
-                }
-            },
-            "name": {"matches": "^(.*)_total$", "as": "${1}_per_second"},
-            "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)",
-        }
-    ]
-}
+RBAC_DENIAL = f'is forbidden: User "system:serviceaccount:{RELEASE_NAMESPACE}:'
 TIMEOUT_SECONDS = 120.0
-
-
-def requests_hpa() -> dict[str, Any]:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "web", "namespace": NAMESPACE},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "minReplicas": 1,
-            "maxReplicas": 5,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "http_requests_per_second"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
-    }
+# name -> (metric, requests/s offered, maxReplicas, replicas expected)
+WORKLOADS: dict[str, tuple[dict[str, Any], int, int, int]] = {
+    "web": (pods_metric("http_requests_per_second", "10"), 40, 5, 4),
+    "ext": (offered_load_metric("ext", "10"), 30, 5, 3),
+    "cpu": (cpu_utilization_metric(50), 20, 3, 3),
+}
 
 
 def free_port(address: str) -> int:
@@ -121,20 +92,23 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def test_controller_and_adapter_scale_a_deployment_with_only_the_chart_rbac(
+def test_controller_and_adapter_scale_on_every_metric_type_with_only_the_chart_rbac(
     lab: Lab, restricted_namespace: str, tmp_path: Path
 ) -> None:
     assert lab.netns is not None
     lab.apply([obj for obj in manifests() if obj["kind"] in RBAC_KINDS])
     lab.kubectl("create", "namespace", NAMESPACE)
-    lab.add_workload(PROFILE, rps=0)
-    lab.apply([deployment("web", NAMESPACE, 1)])
+    for name in WORKLOADS:
+        lab.add_workload(
+            WorkloadProfile(NAMESPACE, name, {"app": name}, cpu_per_request_milli=10), rps=0
+        )
+        lab.apply([deployment_manifest(name, NAMESPACE, replicas=1)])
 
     address = lab.netns.host_ip
     port = free_port(address)
     cert, key = lab.issue_serving_certificate(ADAPTER, RELEASE_NAMESPACE)
     rules = tmp_path / "config.yaml"
-    rules.write_text(yaml.safe_dump(RULES))
+    rules.write_text(adapter_rules(window_seconds=10))
     adapter_log, controller_log = tmp_path / "adapter.log", tmp_path / "controller.log"
     adapter_argv = [
         sys.executable,
@@ -168,12 +142,12 @@ def test_controller_and_adapter_scale_a_deployment_with_only_the_chart_rbac(
             namespace=RELEASE_NAMESPACE,
             address=address,
             target_port=port,
-            api_versions=CUSTOM_METRICS_VERSIONS,
+            api_versions=ADAPTER_API_VERSIONS,
             ca_path=lab.pki.ca.pair.cert_path,
         )
         if obj["kind"] != "Namespace"  # keeps the restricted namespace's labels
     ]
-    api_services = [f"{version}.{group}" for group, version in CUSTOM_METRICS_VERSIONS]
+    api_services = [f"{version}.{group}" for group, version in ADAPTER_API_VERSIONS]
     try:
         with running(adapter_argv, adapter_log):
             lab.apply(registration)
@@ -182,7 +156,8 @@ def test_controller_and_adapter_scale_a_deployment_with_only_the_chart_rbac(
                 what=f"{api_services} Available (adapter log: {adapter_log})",
                 timeout_seconds=TIMEOUT_SECONDS,
             )
-            lab.set_load(NAMESPACE, "web", 40)
+            for name, (_, rps, _, _) in WORKLOADS.items():
+                lab.set_load(NAMESPACE, name, rps)
             metric = (
                 f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}"
                 "/pods/*/http_requests_per_second"
@@ -193,17 +168,25 @@ def test_controller_and_adapter_scale_a_deployment_with_only_the_chart_rbac(
                 timeout_seconds=TIMEOUT_SECONDS,
             )
             with running(controller_argv, controller_log):
-                lab.apply([requests_hpa()])
-                lab.wait_for(
-                    lambda: exactly_ready(lab, NAMESPACE, "web", 4),
-                    what="the controller to scale web to 4 Ready pods",
-                    timeout_seconds=TIMEOUT_SECONDS,
+                lab.apply(
+                    [
+                        hpa_manifest(
+                            name, NAMESPACE, min_replicas=1, max_replicas=top, metrics=[spec]
+                        )
+                        for name, (spec, _, top, _) in WORKLOADS.items()
+                    ]
                 )
-                lab.wait_for(
-                    lambda: scaling_active(lab) and current_replicas(lab) == 4,
-                    what="status.currentReplicas 4 and ScalingActive True",
-                    timeout_seconds=TIMEOUT_SECONDS,
-                )
+                for name, (_, _, _, expected) in WORKLOADS.items():
+                    lab.wait_for(
+                        functools.partial(exactly_ready, lab, NAMESPACE, name, expected),
+                        what=f"the controller to scale {name} to {expected} Ready pods",
+                        timeout_seconds=TIMEOUT_SECONDS,
+                    )
+                    lab.wait_for(
+                        functools.partial(status_settled, lab, name, expected),
+                        what=f"{name}: status.currentReplicas {expected}, ScalingActive True",
+                        timeout_seconds=TIMEOUT_SECONDS,
+                    )
                 reasons = lab.kubectl(
                     "get",
                     "events",
@@ -228,30 +211,22 @@ def test_controller_and_adapter_scale_a_deployment_with_only_the_chart_rbac(
                 line
                 for path in (adapter_log, controller_log)
                 for line in path.read_text(errors="replace").splitlines()
-                if "forbidden" in line.lower()
+                if RBAC_DENIAL in line
             ]
             assert forbidden == []
     except Exception as error:
         logs = f"controller log:\n{tail(controller_log)}\n\nadapter log:\n{tail(adapter_log)}"
         raise AssertionError(logs) from error
     finally:
-        lab.set_load(NAMESPACE, "web", 0)
-        for name in api_services:
-            lab.kubectl("delete", "apiservice", name, "--ignore-not-found")
-        lab.kubectl("delete", "hpa", "web", "-n", NAMESPACE, "--ignore-not-found")
+        for name in WORKLOADS:
+            lab.set_load(NAMESPACE, name, 0)
+        lab.kubectl("delete", "apiservice", *api_services, "--ignore-not-found")
+        lab.kubectl("delete", "hpa", "--all", "-n", NAMESPACE, "--ignore-not-found")
 
 
-def hpa_status(lab: Lab) -> dict[str, Any]:
-    status: dict[str, Any] = lab.kubectl_json("get", "hpa", "web", "-n", NAMESPACE).get(
-        "status", {}
+def status_settled(lab: Lab, name: str, replicas: int) -> bool:
+    status = lab.kubectl_json("get", "hpa", name, "-n", NAMESPACE).get("status", {})
+    conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
+    return bool(
+        conditions.get("ScalingActive") == "True" and status.get("currentReplicas") == replicas
     )
-    return status
-
-
-def scaling_active(lab: Lab) -> bool:
-    conditions = {c["type"]: c["status"] for c in hpa_status(lab).get("conditions", [])}
-    return conditions.get("ScalingActive") == "True"
-
-
-def current_replicas(lab: Lab) -> int:
-    return int(hpa_status(lab).get("currentReplicas", 0))
