@@ -308,16 +308,16 @@ def _stabilize_with_behaviors(
     window: list[int] = []
     for index, rec in enumerate(recommendations):
         timestamp = rec.timestamp
-        value = rec.recommendation
         after_up = timestamp > up_cutoff
         after_down = timestamp > down_cutoff
         if after_up or after_down:
+            value = rec.recommendation
             window.append(value)
-        if after_up and value < up_recommendation:
-            up_recommendation = value
-        if after_down and value > down_recommendation:
-            down_recommendation = value
-        if not after_up and not after_down and timestamp != up_cutoff and timestamp != down_cutoff:
+            if after_up and value < up_recommendation:
+                up_recommendation = value
+            if after_down and value > down_recommendation:
+                down_recommendation = value
+        elif timestamp != up_cutoff and timestamp != down_cutoff:
             # Before(upCutoff) && Before(downCutoff)
             old_sample_index = index
 

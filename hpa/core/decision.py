@@ -299,7 +299,10 @@ def _go_quote(text: str) -> str:
 
 def _has_object_or_external_metrics(metrics: Sequence[MetricSpec]) -> bool:
     """``hasObjectOrExternalMetrics``."""
-    return any(m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in metrics)
+    for metric in metrics:
+        if metric.type == MetricSourceType.OBJECT or metric.type == MetricSourceType.EXTERNAL:
+            return True
+    return False
 
 
 class _MetricError(Exception):

@@ -405,8 +405,16 @@ def get_metric_usage_ratio(
 ) -> tuple[float, int]:
     """``GetMetricUsageRatio``: ``(usage_ratio, average_usage_milli)`` over every sample."""
     # one int64 wrap of the exact sum equals Go's wrap after every addition (arithmetic mod 2**64)
-    metrics_total = _wrap_int64(sum(map(_VALUE_MILLI, metrics.values())))
-    usage = _go_quo(metrics_total, len(metrics))
+    return _metric_usage_ratio_of_total(
+        sum(map(_VALUE_MILLI, metrics.values())), len(metrics), target_usage
+    )
+
+
+def _metric_usage_ratio_of_total(
+    metrics_total: int, count: int, target_usage: int
+) -> tuple[float, int]:
+    """The tail of ``GetMetricUsageRatio`` from the exact (unwrapped) sum of ``count`` samples."""
+    usage = _go_quo(_wrap_int64(metrics_total), count)
     return _go_fdiv(float(usage), float(target_usage)), usage
 
 
@@ -443,14 +451,15 @@ def group_pods(
 
 @dataclass(slots=True)
 class _Grouping:
-    """:func:`group_pods`' result, plus what the resource calculator needs from the same pass.
+    """:func:`group_pods`' result, plus what the calculators need from the same pass.
 
-    With ``request_resource`` given to :func:`_group_pods`, ``ready_metrics_total`` and
-    ``ready_requests_total`` are the exact (unwrapped) sums of the ready pods' samples and
-    requests, or ``None`` when a pod needs the general request path (init containers, pod-level
-    requests, a missing request) or pod names repeat. ``requests`` is every pod's request
-    (``calculate_pod_requests``) when the pass computed it pod by pod, ``None`` otherwise.
-    ``unique_names`` is true when the pod names are known to be unique.
+    ``ready_metrics_total`` is the exact (unwrapped) sum of the ready pods' samples and
+    ``ready_requests_total`` that of their requests (with a ``request_resource``), each ``None``
+    when not computed: pod names repeat, or a pod needs the general request path (init
+    containers, pod-level requests, a missing request), or (samples only) the pass went pod by pod
+    without requests. ``requests`` is every pod's request (``calculate_pod_requests``) when the
+    pass computed it, ``None`` otherwise. ``unique_names`` is true when the pod names are known to
+    be unique.
     """
 
     groups: PodGroups
@@ -492,6 +501,8 @@ def _group_pods_if_all_ready(
     metric_of = metrics.get
     with_requests = request_resource is not None
     requests: dict[str, int] = {}
+    names: set[str] = set()
+    add_name = names.add
     metrics_total = 0
     requests_total = 0
     try:
@@ -525,19 +536,21 @@ def _group_pods_if_all_ready(
                     request += container.requests_milli.get(requested)  # type: ignore[operator]
                 requests[name] = request
                 requests_total += request
+            else:
+                add_name(name)
     except TypeError:
         return None
     groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
-    if not with_requests:
-        return _Grouping(groups)
-    # the requests map holds each name once: the sums stand for the samples' sums only then
-    unique_names = len(requests) == len(pods)
+    # the sums stand for the samples' sums only when each name is counted once
+    unique_names = len(requests if with_requests else names) == len(pods)
+    if not unique_names:
+        return _Grouping(groups, requests if with_requests else None)
     return _Grouping(
         groups,
-        requests,
-        metrics_total if unique_names else None,
-        requests_total if unique_names else None,
-        unique_names,
+        requests if with_requests else None,
+        metrics_total,
+        requests_total if with_requests else None,
+        unique_names=True,
     )
 
 
@@ -1173,7 +1186,17 @@ def _calc_plain_metric_replicas(
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
     )
     groups = grouping.groups
-    usage_ratio, usage = get_metric_usage_ratio(samples, target_usage)
+    if (
+        grouping.unique_names
+        and grouping.ready_metrics_total is not None
+        and len(samples) == groups.ready_pod_count
+    ):
+        # every sample is a ready pod's, each counted once: the pass's sum is the samples' sum
+        usage_ratio, usage = _metric_usage_ratio_of_total(
+            grouping.ready_metrics_total, len(samples), target_usage
+        )
+    else:
+        usage_ratio, usage = get_metric_usage_ratio(samples, target_usage)
     superfluous = _superfluous(
         samples, pods, ready_pod_count=groups.ready_pod_count, unique_names=grouping.unique_names
     )
