@@ -2,7 +2,7 @@
 
 The lab runs kube-apiserver with kube-controller-manager's HPA controller off; ``hpa adapter``
 serves metrics.k8s.io, custom and external metrics from the lab's Prometheus (1 s scrape, 5 s
-rate windows), and ``hpa controller`` runs as a subprocess with a 3 s sync period and a 20 s
+rate windows), and ``hpa controller`` runs as a subprocess with a 3 s sync period and a 30 s
 downscale stabilization. Replica counts are observed through watches of the Deployments (their
 ``spec.replicas``, what ``/scale`` writes) and the HPAs (status and conditions).
 
@@ -48,7 +48,12 @@ pytestmark = pytest.mark.e2e
 
 NAMESPACE = "e2e-controller"
 SYNC_SECONDS = 3.0
-STABILIZATION_SECONDS = 20.0
+STABILIZATION_SECONDS = 30.0
+"""Longer than the outage (12 s), Prometheus' first scrape after its restart (~5-7 s) and one rate
+window (5 s) together: right after a gap, rate() over a window that is not yet full of samples
+reads low, and once the window holds only those low recommendations a Pods-metric HPA scales
+down (a 20 s window did: rps-web 4 -> 3). Upstream's 300 s window against the issue's 60 s
+outage has the same room."""
 WINDOW_SECONDS = 5
 SLACK_SECONDS = 2.0
 """Reconcile time, watch delivery and our own polling, on a loaded 2-core machine."""
@@ -219,7 +224,7 @@ def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(scaling: Sca
     """Requests 100m, target 50 %. Idle pods burn 10m (10 %); 20 requests/s add 200m, so one
     pod is at 210 % and the controller wants 5. The scale-up must come within one sync period of
     the metric crossing the tolerance (55 %); after the load goes away, the scale-down must wait
-    out the 20 s stabilization window (no earlier than window - sync after the drop)."""
+    out the 30 s stabilization window (no earlier than window - sync after the drop)."""
     s, lab, name = scaling, scaling.lab, "cpu-web"
     s.add(name, metrics=[cpu_utilization_metric(50)], max_replicas=8)
 
