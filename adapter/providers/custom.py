@@ -177,7 +177,12 @@ class CustomMetricsProvider:
             self._count_missing(cause)
             raise MetricNotFoundError(info.group_resource, info.metric, name=name, cause=cause)
         return self._value(
-            plan, name, namespace=namespace, judged=result, requirements=requirements
+            plan,
+            name,
+            namespace=namespace,
+            judged=result,
+            requirements=requirements,
+            kind_of=self._kinds.kind_for(plan.info.group_resource),
         )
 
     async def get_metric_by_selector(
@@ -211,6 +216,7 @@ class CustomMetricsProvider:
         )
         values = []
         causes: list[MissingCause] = []
+        kind_of = self._kinds.kind_for(plan.info.group_resource)
         for name in names:
             result = judged[name]
             if result.value_milli is None or result.timestamp is None:
@@ -218,7 +224,12 @@ class CustomMetricsProvider:
                 continue
             values.append(
                 self._value(
-                    plan, name, namespace=namespace, judged=result, requirements=requirements
+                    plan,
+                    name,
+                    namespace=namespace,
+                    judged=result,
+                    requirements=requirements,
+                    kind_of=kind_of,
                 )
             )
         for cause in causes:
@@ -377,10 +388,13 @@ class CustomMetricsProvider:
         namespace: str | None,
         judged: _Judged,
         requirements: tuple[Requirement, ...],
+        kind_of: tuple[str, str],
     ) -> CustomMetricValue:
+        """``kind_of``: ``(apiVersion, kind)`` of the plan's resource (looked up once per
+        request)."""
         assert judged.value_milli is not None
         assert judged.timestamp is not None
-        api_version, kind = self._kinds.kind_for(plan.info.group_resource)
+        api_version, kind = kind_of
         return CustomMetricValue(
             described_object=ObjectReference(
                 api_version, kind, name=name, namespace=namespace or ""
