@@ -315,7 +315,8 @@ class _MetricError(Exception):
         self.returned_error = returned_error
 
 
-@dataclass(frozen=True, slots=True)
+# a scratch value inside one call: not frozen, which is several times cheaper to build
+@dataclass(slots=True)
 class _Proposal:
     replicas: int
     metric_name: str
@@ -799,7 +800,8 @@ def _compute_replicas_for_metric(
     raise _MetricError("InvalidMetricSourceType", message, message)
 
 
-@dataclass(frozen=True, slots=True)
+# a scratch value inside one call: not frozen, which is several times cheaper to build
+@dataclass(slots=True)
 class _MetricsResult:
     replicas: int  # -1 when the HPA cannot scale at all
     metric_name: str

@@ -866,7 +866,8 @@ def _remove_metrics_for_pods(metrics: dict[str, PodMetric], pods: Iterable[str])
         metrics.pop(pod, None)
 
 
-@dataclass(frozen=True, slots=True)
+# a scratch value inside one call: not frozen, which is several times cheaper to build
+@dataclass(slots=True)
 class _Decision:
     """The replica count a branch produced, its outcome and the pod count it multiplied by."""
 

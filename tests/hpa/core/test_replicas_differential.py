@@ -15,7 +15,7 @@ import math
 from dataclasses import fields, is_dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpa.core.conditions import ConditionStatus
@@ -226,7 +226,7 @@ def _outcome(call: object) -> object:
         return ("error", str(err))
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=_inputs(),
     now=_NOW,
@@ -265,7 +265,7 @@ def test_resource_utilization_replicas_match_the_reference(
     assert fast == slow
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=_inputs(),
     now=_NOW,
@@ -327,7 +327,7 @@ def test_per_pod_average_replicas_match_the_reference(
     assert _outcome(fast) == _outcome(slow)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=_inputs(),
     now=_NOW,
@@ -351,7 +351,7 @@ def test_group_pods_and_ready_count_match_the_reference(
     )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     samples=st.dictionaries(st.sampled_from([*_NAMES, "foreign"]), _SAMPLE, max_size=12),
     requests=st.dictionaries(
