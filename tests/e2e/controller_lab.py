@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import http.client
 import json
 import socket
 import ssl
@@ -399,8 +400,14 @@ class ObjectWatch:
                     version = listed["metadata"]["resourceVersion"]
                     self._listed.set()
                 version = self._watch(version)
-            except (urllib.error.URLError, OSError, ValueError, KeyError):
-                version = ""
+            except (
+                urllib.error.URLError,
+                http.client.HTTPException,
+                OSError,
+                ValueError,
+                KeyError,
+            ):
+                version = ""  # includes the lab going away under a stopped watch
                 self._stopped.wait(0.2)
 
     def _watch(self, version: str) -> str:
