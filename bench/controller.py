@@ -81,6 +81,7 @@ class Result:
     startup_seconds: float
     startup_cpu_seconds: float
     warmup_seconds: float
+    startup_rss_bytes: int
     reconciles: int
     cpu_seconds: float
     interval_p50_ratio: float
@@ -233,6 +234,7 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
                 await asyncio.sleep(0.2)
             startup_seconds = time.monotonic() - started
             startup_cpu = cpu_seconds() - cpu_started
+            startup_rss = memory_bytes()[1]
             print(
                 f"caches synced and leading after {startup_seconds:.1f} s "
                 f"({startup_cpu:.1f} CPU s); warming up for one period",
@@ -295,6 +297,7 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
         startup_seconds=startup_seconds,
         startup_cpu_seconds=startup_cpu,
         warmup_seconds=warmup_seconds,
+        startup_rss_bytes=startup_rss,
         reconciles=reconciles_after - reconciles_before,
         cpu_seconds=cpu_after - cpu_before,
         interval_p50_ratio=percentile(intervals, 0.50) / period,
@@ -358,6 +361,7 @@ def render(result: Result, *, command: str, slow: str) -> str:
         ),
         ("  ratio to goal", f"{result.vm_hwm_bytes / GOAL_RSS_BYTES:.2f}", "<= 1", ""),
         ("RSS now (VmRSS) MB", f"{result.vm_rss_bytes / 2**20:.0f}", "", ""),
+        ("RSS after start-up MB", f"{result.startup_rss_bytes / 2**20:.0f}", "", ""),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [

@@ -20,6 +20,7 @@ from hpa.app.controller import (
     ControllerAppSettings,
     HorizontalControllerApp,
     InformerHPALister,
+    InformerPodLister,
     InformerScaleClient,
     KubeScaleClient,
     add_flags,
@@ -31,8 +32,16 @@ from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube.client import KubeClient, RetryPolicy
 from hpa.kube.informer import Informer, Store
-from hpa.kube.records import HpaRecord, WorkloadRecord, parse_hpa, parse_workload
+from hpa.kube.records import (
+    HpaRecord,
+    PodRecord,
+    WorkloadRecord,
+    parse_hpa,
+    parse_pod,
+    parse_workload,
+)
 from hpa.kube.scale import ResourceMapper, ScaleClient
+from hpa.kube.selector import parse_selector
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
 
@@ -446,3 +455,48 @@ async def test_a_cached_scale_follows_the_deployment_informer(
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+def _pod_record(name: str, *, cpu: str, ready: str = "True") -> PodRecord:
+    return parse_pod(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "resourceVersion": "1",
+                "labels": {"app": "web"},
+            },
+            "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}]},
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": LONG_AGO}],
+            },
+        }
+    )
+
+
+def test_the_pod_lister_shares_what_pods_of_one_template_have_in_common() -> None:
+    store: Store[PodRecord] = Store()
+    for record in (
+        _pod_record("web-1", cpu="250m"),
+        _pod_record("web-2", cpu="250m"),
+        _pod_record("web-3", cpu="1", ready="False"),
+    ):
+        store.put(f"default/{record.name}", record)
+    lister = InformerPodLister(store)
+    first, second, third = lister.list_pods("default", parse_selector("app=web"))
+    assert [p.info.name for p in (first, second, third)] == ["web-1", "web-2", "web-3"]
+    assert first.info.containers is second.info.containers
+    assert first.info.ready_condition is second.info.ready_condition
+    assert first.info.containers[0].requests_milli == {"cpu": 250}
+    assert third.info.containers[0].requests_milli == {"cpu": 1000}
+    assert third.info.ready_condition is not None
+    assert str(third.info.ready_condition.status) == "False"
+    assert lister.list_pods("default", parse_selector("app=web"))[0] is first, "converted once"
+    removed = store.delete("default/web-1")
+    assert removed is not None
+    lister.forget(removed)
+    assert [p.info.name for p in lister.list_pods("default", parse_selector("app=web"))] == [
+        "web-2",
+        "web-3",
+    ]
