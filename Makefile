@@ -45,7 +45,16 @@ pytest: venv
 
 test: venv lint typecheck imports system-deps lab-bins wheel-check pytest ## install what the tests need, then run lint, types, contracts and all tests
 
-demo: venv ## run the embedded demo (no cluster needed)
+# The demo needs only the package and its `plot` extra: a fresh clone gets there in one small
+# install. When the full test venv is already there, nothing is installed.
+DEMO_STAMP := $(VENV)/.demo-installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -e $(STAMP) || $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[plot]'
+	rm -f $(VENV)/.demo-installed-*
+	touch $@
+
+demo: $(DEMO_STAMP) ## run the embedded demo (no cluster needed)
 	$(BIN)/hpa demo
 
 # Debian packages the lab needs: prometheus + promtool (tests/lab/prometheus.py) and iproute2 (`ip`).
