@@ -76,11 +76,13 @@ def _sample_point(raw: Any, endpoint: str) -> tuple[float, str]:
 
 
 def _labels(raw: Any, endpoint: str) -> dict[str, str]:
-    if not isinstance(raw, dict) or not all(
-        isinstance(key, str) and isinstance(value, str) for key, value in raw.items()
-    ):
+    """The label set as decoded (a fresh dict of the JSON answer, not copied again)."""
+    if not isinstance(raw, dict):
         raise PrometheusResponseError(f"malformed label set {raw!r}", endpoint=endpoint)
-    return dict(raw)
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise PrometheusResponseError(f"malformed label set {raw!r}", endpoint=endpoint)
+    return raw
 
 
 def decode_instant(data: Any, *, endpoint: str) -> InstantResult:
