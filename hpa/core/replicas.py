@@ -36,14 +36,15 @@ gives what the amd64 build of the controller gives (the "integer indefinite" val
 Speed without a different result: ``GetResourceUtilizationRatio`` and ``GetMetricUsageRatio`` sum
 exactly and wrap to int64 once (wrapping is reduction modulo 2**64, so this equals Go's wrap after
 every addition). The per-pod calculators group the pods in one pass that also sums the ready pods'
-samples and requests (``calculateRequests`` for pods without init containers or pod-level
-requests), and first try the common case in a tighter loop: every pod running, not deleted,
-sampled and, for CPU, Ready and past its initialization period, checked as ``start <= now -
-period`` when the pod's ``start_time`` has ``now``'s tzinfo object (equivalent to upstream's
-``start + period > now`` being false, since Python adds and compares wall-clock times within one
-tzinfo). Any pod outside that case, repeated pod names, init containers, pod-level requests and
-containers without a request or name take the pod-by-pod port. ``tests/hpa/core/
-test_replicas_differential.py`` checks both against the straightforward port on random pod sets.
+samples and requests (``calculateRequests`` for pods without init containers or pod-level requests;
+a containers tuple shared by consecutive pods, as the controller converts pods of one template, is
+summed once), and first try the common case in a tighter loop: every pod running, not deleted,
+sampled and, for CPU, Ready and past its initialization period, checked as ``start <= now - period``
+when the pod's ``start_time`` has ``now``'s tzinfo object (equivalent to upstream's ``start + period
+> now`` being false, since Python adds and compares wall-clock times within one tzinfo). Any pod
+outside that case, repeated pod names, init containers, pod-level requests and containers without a
+request or name take the pod-by-pod port. ``tests/hpa/core/test_replicas_differential.py`` checks
+both against the straightforward port on random pod sets.
 
 Feature gates read by this code are parameters: ``PodLevelResources``
 (``pod_level_resources_enabled``, on by default as upstream since it went beta);
@@ -505,6 +506,8 @@ def _group_pods_if_all_ready(
     add_name = names.add
     metrics_total = 0
     requests_total = 0
+    request = 0
+    last_containers: tuple[ContainerInfo, ...] | None = None
     try:
         for pod in pods:
             if pod.phase != running or pod.deletion_timestamp is not None:
@@ -528,12 +531,16 @@ def _group_pods_if_all_ready(
             if with_requests:
                 if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
                     return None
-                request = 0
-                for container in pod.containers:
-                    if not container.name:
-                        return None
-                    # a missing request is None, and adding it raises TypeError (handled below)
-                    request += container.requests_milli.get(requested)  # type: ignore[operator]
+                containers = pod.containers
+                if containers is not last_containers:
+                    # pods converted from one template share their containers tuple: sum it once
+                    request = 0
+                    for container in containers:
+                        if not container.name:
+                            return None
+                        # a missing request is None, and adding it raises TypeError (handled below)
+                        request += container.requests_milli.get(requested)  # type: ignore[operator]
+                    last_containers = containers
                 requests[name] = request
                 requests_total += request
             else:

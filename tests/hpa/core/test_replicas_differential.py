@@ -12,7 +12,7 @@ requests, int64 overflow. Results, traces and error texts must be identical.
 from __future__ import annotations
 
 import math
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from hypothesis import HealthCheck, given, settings
@@ -180,6 +180,10 @@ def _inputs(draw: st.DrawFn) -> tuple[list[PodInfo], dict[str, PodMetric]]:
         pods = draw(_POD_LISTS)
     else:
         pods = _unique(draw(st.lists(_plain_ready_pod(), min_size=1, max_size=10)))
+        if draw(st.booleans()):
+            # pods of one template, converted by the controller, share one containers tuple
+            shared = pods[0].containers
+            pods = [replace(pod, containers=shared) for pod in pods]
         if shape == "one odd pod":
             index = draw(st.integers(min_value=0, max_value=len(pods) - 1))
             pods[index] = draw(_pods())
