@@ -16,8 +16,9 @@ change), over which everything is measured:
 
 * reconciles per CPU-second: reconciles finished in the window / CPU seconds of this process
   (``resource.getrusage``, user + system) in the window; goal >= 1,000;
-* effective sync interval: seconds between the starts of two reconciles of the same HPA
-  (``HorizontalController(on_sync_interval=...)``), p50 / p99 / max divided by the period;
+* effective sync interval: seconds between the starts of two reconciles of the same HPA, both in
+  the window (``HorizontalController(on_sync_interval=...)``), p50 / p99 / max divided by the
+  period;
   goal p99 <= 1.10;
 * API requests per HPA per period, counted by the fixture: core API (HPAs, pods, workloads,
   ``/scale``, ``/status``, events, Leases; goal <= 0.05) and, separately, the aggregated metrics
@@ -273,7 +274,10 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await running
             await aclose_quietly(client)
-    intervals = [s for at, s in observations.intervals if window_start <= at <= window_end]
+    # both reconciles of an interval inside the window: the warm-up's backlog is not steady state
+    intervals = [
+        s for at, s in observations.intervals if window_start <= at - s and at <= window_end
+    ]
     core = {
         name: counts_after.get((api, name), 0) - counts_before.get((api, name), 0)
         for api, name in counts_after
