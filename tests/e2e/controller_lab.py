@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.lab import aggregation
 from tests.lab.lab import REPO_ROOT, Lab
 from tests.lab.pki import issue_certificate, write_kubeconfig
@@ -210,6 +212,13 @@ def start_controller(
         *flags,
     ]
     return lab.group.start(name, argv, cwd=REPO_ROOT)
+
+
+def report(capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """Print a measurement to the terminal even while pytest captures output (the issue asks
+    for the recorded sequences in the test output, not only on failure)."""
+    with capsys.disabled():
+        print(f"\n{text}", flush=True)
 
 
 def component_log(component: Component, *, lines: int = 60) -> str:

@@ -36,6 +36,7 @@ from tests.e2e.controller_lab import (
     offered_load_metric,
     pods_metric,
     replica_steps,
+    report,
     start_adapter,
     start_controller,
     stop_adapter,
@@ -220,7 +221,9 @@ def _pod_cpu_milli(reader: ApiReader, app: str) -> list[int]:
     return usages
 
 
-def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(scaling: Scaling) -> None:
+def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(
+    scaling: Scaling, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Requests 100m, target 50 %. Idle pods burn 10m (10 %); 20 requests/s add 200m, so one
     pod is at 210 % and the controller wants 5. The scale-up must come within one sync period of
     the metric crossing the tolerance (55 %); after the load goes away, the scale-down must wait
@@ -251,10 +254,11 @@ def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(scaling: Sca
     s.wait(lambda: s.replicas(name) > 1, what="cpu-web scaled up", timeout_seconds=30)
     scaled_up = replica_steps(s.deployments, name)[1][0]
     reaction = scaled_up - moved[0]
-    print(
+    report(
+        capsys,
         f"cpu: load step at +{s.seconds(loaded)} s, metric above tolerance at "
         f"+{s.seconds(moved[0])} s, Deployment scaled at +{s.seconds(scaled_up)} s "
-        f"({reaction:.1f} s after the metric moved; sync period {SYNC_SECONDS:g} s)"
+        f"({reaction:.1f} s after the metric moved; sync period {SYNC_SECONDS:g} s)",
     )
     assert reaction <= SYNC_SECONDS + SLACK_SECONDS, s.failure(
         f"scale-up {reaction:.1f} s after the metric moved (sync {SYNC_SECONDS} s)"
@@ -280,10 +284,11 @@ def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(scaling: Sca
         lambda hpa: condition(hpa, "AbleToScale") == ("True", "ScaleDownStabilized"),
         after=dropped,
     )
-    print(
+    report(
+        capsys,
         f"cpu: load dropped at +{s.seconds(dropped)} s, {peak} -> {s.replicas(name)} replicas "
         f"{delay:.1f} s later (window {STABILIZATION_SECONDS:g} s); replicas over time: "
-        f"{[(s.seconds(t), n) for t, n in replica_steps(s.deployments, name)]}"
+        f"{[(s.seconds(t), n) for t, n in replica_steps(s.deployments, name)]}",
     )
     assert delay >= STABILIZATION_SECONDS - SYNC_SECONDS, s.failure(f"scaled down after {delay} s")
     upper = STABILIZATION_SECONDS + 2 * SYNC_SECONDS + WINDOW_SECONDS + SLACK_SECONDS
@@ -296,7 +301,9 @@ def test_cpu_step_scales_up_within_a_sync_and_down_after_the_window(scaling: Sca
     s.wait(lambda: s.replicas(name) == 1, what="cpu-web back at 1 replica", timeout_seconds=30)
 
 
-def test_pods_and_external_metrics_drive_their_workloads(scaling: Scaling) -> None:
+def test_pods_and_external_metrics_drive_their_workloads(
+    scaling: Scaling, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``pods/http_requests_per_second`` at 10 per pod with 35 requests/s offered: 4 replicas.
     External ``lab_workload_offered_load_rps`` at 10 per replica with 25 offered: 3 replicas.
     (Loads off the integer boundaries: at 40 over 5 pods, a rate of 8.001 makes ceil(5 x 0.8001)
@@ -313,9 +320,10 @@ def test_pods_and_external_metrics_drive_their_workloads(scaling: Scaling) -> No
     )
     rps_steps = [(s.seconds(t), n) for t, n in replica_steps(s.deployments, "rps-web")]
     ext_steps = [(s.seconds(t), n) for t, n in replica_steps(s.deployments, "ext-web")]
-    print(
+    report(
+        capsys,
         f"loads set at +{s.seconds(started)} s; pods metric: rps-web {rps_steps}; "
-        f"external metric: ext-web {ext_steps}"
+        f"external metric: ext-web {ext_steps}",
     )
     for name, kind, metric in (
         ("rps-web", "pods", "http_requests_per_second"),
@@ -333,7 +341,9 @@ def test_pods_and_external_metrics_drive_their_workloads(scaling: Scaling) -> No
     assert [n for _, n in replica_steps(s.deployments, "ext-web")] == [1, 3]
 
 
-def test_behavior_policies_bound_the_steps(scaling: Scaling) -> None:
+def test_behavior_policies_bound_the_steps(
+    scaling: Scaling, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Both HPAs want more than their policies allow at once (the loads were set with the
     module). ``Pods 4 per 60 s``: 1 -> 5, then nothing more until 60 s after that step, then 9.
     ``Percent 100 per 15 s``: 1 -> 2 -> 4 -> 8, each step at least 15 s after the previous."""
@@ -345,8 +355,8 @@ def test_behavior_policies_bound_the_steps(scaling: Scaling) -> None:
     )
     pods_steps = replica_steps(s.deployments, BEHAVIOR_PODS)
     percent_steps = replica_steps(s.deployments, BEHAVIOR_PERCENT)
-    print(f"Pods 4 per 60 s:      {[(s.seconds(t), n) for t, n in pods_steps]}")
-    print(f"Percent 100 per 15 s: {[(s.seconds(t), n) for t, n in percent_steps]}")
+    report(capsys, f"Pods 4 per 60 s:      {[(s.seconds(t), n) for t, n in pods_steps]}")
+    report(capsys, f"Percent 100 per 15 s: {[(s.seconds(t), n) for t, n in percent_steps]}")
     assert [n for _, n in pods_steps][:3] == [1, 5, 9], s.failure(str(pods_steps))
     assert pods_steps[2][0] - pods_steps[1][0] >= 60 - 1, s.failure(str(pods_steps))
     assert [n for _, n in percent_steps] == [1, 2, 4, 8], s.failure(str(percent_steps))
@@ -363,7 +373,9 @@ def test_behavior_policies_bound_the_steps(scaling: Scaling) -> None:
     assert limited < pods_steps[2][0], s.failure(not_limited)
 
 
-def test_prometheus_outage_mid_ramp_freezes_without_scaling_down(scaling: Scaling) -> None:
+def test_prometheus_outage_mid_ramp_freezes_without_scaling_down(
+    scaling: Scaling, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A Pods-metric workload ramps from 10 to 130 requests/s over 60 s. Once it has scaled to
     3, Prometheus is stopped for 4 syncs. No Deployment of the module scales down; every HPA
     reports ScalingActive=False within one sync; once the metrics answer again, the ramp's HPA
@@ -419,12 +431,13 @@ def test_prometheus_outage_mid_ramp_freezes_without_scaling_down(scaling: Scalin
         s.hpas, name, lambda hpa: condition(hpa, "ScalingActive")[0] == "True", after=recovered
     )
     late = {n: round(at - killed, 1) for n, at in inactive.items() if at is not None}
-    print(
+    report(
+        capsys,
         f"outage: Prometheus stopped at +{s.seconds(killed)} s for {restarted - killed:.1f} s; "
         f"ScalingActive=False after {late} s; pods metric back {recovered - restarted:.1f} s after "
         f"the restart; ramp-web {frozen[name]} -> {s.replicas(name)} "
         f"{resumed - recovered:.1f} s after the metric came back; "
-        f"ramp-web {[(s.seconds(t), n) for t, n in replica_steps(s.deployments, name)]}"
+        f"ramp-web {[(s.seconds(t), n) for t, n in replica_steps(s.deployments, name)]}",
     )
     downs = {n: found for n in names if (found := scale_downs(s.deployments, n, after=killed))}
     assert not downs, s.failure(f"scale-downs during the outage: {downs}")

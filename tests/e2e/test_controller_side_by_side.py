@@ -34,6 +34,7 @@ from tests.e2e.controller_lab import (
     hpa_manifest,
     offered_load_metric,
     replica_steps,
+    report,
     start_adapter,
     start_controller,
     stop_adapter,
@@ -181,7 +182,7 @@ def _play(side: Side, start: threading.Barrier) -> float:
 
 
 def test_same_trace_same_desired_replicas_as_kube_controller_manager(
-    sides: tuple[Side, Side],
+    sides: tuple[Side, Side], capsys: pytest.CaptureFixture[str]
 ) -> None:
     upstream, ours = sides
     for side in sides:
@@ -214,10 +215,11 @@ def test_same_trace_same_desired_replicas_as_kube_controller_manager(
         steps = desired_steps(side.hpas, NAME)
         replicas = replica_steps(side.deployments, NAME)
         sequences[side.label] = side.sequence()
-        print(
+        report(
+            capsys,
             f"{side.label}: desired replicas (s from trace start, value) "
             f"{[(round(t - began, 1), n) for t, n in steps]}; Deployment replicas "
-            f"{[(round(t - began, 1), n) for t, n in replicas]}"
+            f"{[(round(t - began, 1), n) for t, n in replicas]}",
         )
     assert sequences[upstream.label] == sequences[ours.label], (
         f"{sequences}\n{upstream.failure()}\n{ours.failure()}"
