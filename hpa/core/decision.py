@@ -1254,40 +1254,30 @@ def decide(
             )
         rescale = desired_replicas != current_replicas
 
-    if not rescale:
+    if rescale:
+        ctx.trace.append(
+            TraceEntry(
+                Stage.DECISION,
+                f"rescale {current_replicas} -> {desired_replicas}",
+                (("reason", rescale_reason),),
+            )
+        )
+        pending: _PendingRescale | None = _PendingRescale(
+            behavior=behavior,
+            min_replicas=min_replicas,
+            has_object_or_external_metrics=has_object_or_external,
+            previous_desired_replicas=previous_status.desired_replicas,
+            scale_to_zero_enabled=settings.scale_to_zero_enabled,
+        )
+    else:
         desired_replicas = current_replicas
         ctx.trace.append(
             TraceEntry(Stage.DECISION, f"no rescale: replicas stay at {current_replicas}")
         )
-        return Decision(
-            desired_replicas=desired_replicas,
-            rescale=False,
-            rescale_reason=rescale_reason,
-            current_replicas=current_replicas,
-            status=HorizontalPodAutoscalerStatus(
-                current_replicas=current_replicas,
-                desired_replicas=desired_replicas,
-                last_scale_time=previous_status.last_scale_time,
-                current_metrics=metric_statuses,
-                conditions=ctx.conditions,
-            ),
-            history=History(recommendations, history.scale_up_events, history.scale_down_events),
-            events=tuple(ctx.events),
-            error=error,
-            explanation=Explanation(tuple(ctx.trace)),
-            reference=reference,
-        )
-
-    ctx.trace.append(
-        TraceEntry(
-            Stage.DECISION,
-            f"rescale {current_replicas} -> {desired_replicas}",
-            (("reason", rescale_reason),),
-        )
-    )
+        pending = None
     return Decision(
         desired_replicas=desired_replicas,
-        rescale=True,
+        rescale=rescale,
         rescale_reason=rescale_reason,
         current_replicas=current_replicas,
         status=HorizontalPodAutoscalerStatus(
@@ -1302,13 +1292,7 @@ def decide(
         error=error,
         explanation=Explanation(tuple(ctx.trace)),
         reference=reference,
-        _pending=_PendingRescale(
-            behavior=behavior,
-            min_replicas=min_replicas,
-            has_object_or_external_metrics=has_object_or_external,
-            previous_desired_replicas=previous_status.desired_replicas,
-            scale_to_zero_enabled=settings.scale_to_zero_enabled,
-        ),
+        _pending=pending,
     )
 
 
