@@ -41,10 +41,11 @@ from pydantic import ValidationError
 
 from hpa.api.metrics import MetricValueListV1Beta1, MetricValueListV1Beta2
 from hpa.core.decision import MetricFetchError, ObjectMetricObservation, PodMetricsObservation
-from hpa.core.quantity import QuantityError, parse_quantity
+from hpa.core.quantity import QuantityError
 from hpa.core.replicas import PodMetric
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.metrics.transport import JsonGetter, error_code, error_text
+from hpa.metrics.values import milli_value
 
 __all__ = [
     "CUSTOM_METRICS_GROUP",
@@ -197,7 +198,7 @@ def _values(document: Mapping[str, Any], version: str) -> list[_Value]:
                         window_seconds=DEFAULT_METRIC_WINDOW_SECONDS
                         if window is None
                         else float(window),
-                        value_milli=parse_quantity(old.value).milli_value(),
+                        value_milli=milli_value(old.value),
                     )
                 )
         else:
@@ -210,7 +211,7 @@ def _values(document: Mapping[str, Any], version: str) -> list[_Value]:
                         window_seconds=DEFAULT_METRIC_WINDOW_SECONDS
                         if window is None
                         else float(window),
-                        value_milli=parse_quantity(item.value).milli_value(),
+                        value_milli=milli_value(item.value),
                     )
                 )
     except (ValidationError, QuantityError) as error:

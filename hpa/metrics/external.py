@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from hpa.api.metrics import ExternalMetricValueList
 from hpa.core.decision import ExternalMetricObservation, MetricFetchError
-from hpa.core.quantity import QuantityError, parse_quantity
+from hpa.core.quantity import QuantityError
 from hpa.metrics.transport import JsonGetter, error_text
+from hpa.metrics.values import milli_value
 
 __all__ = ["EXTERNAL_METRICS_PREFIX", "ExternalMetricsClient"]
 
@@ -39,7 +40,7 @@ class ExternalMetricsClient:
         try:
             document = await self._getter.get(path, params=params)
             listing = ExternalMetricValueList.from_dict(document)
-            values = tuple(parse_quantity(item.value).milli_value() for item in listing.items)
+            values = tuple(milli_value(item.value) for item in listing.items)
         except (ValidationError, QuantityError):
             return MetricFetchError(
                 "unable to fetch metrics from external metrics API: the external metrics API "

@@ -16,25 +16,41 @@ Shaping, exactly as upstream:
 * The observation's timestamp is the first item's; each sample keeps its own timestamp and
   window (``PodMetrics.window``, a Go duration).
 
+Performance: a response is shaped straight from the decoded JSON (:func:`shape_raw_pod_metrics`,
+one exact quantity read per value, :mod:`hpa.metrics.values`); only an answer that is not of the
+plain shape (a mistyped or missing field, something that does not parse, a named container
+absent from a pod) goes through the validating pydantic models, which word the error.
+
 Deliberate deviations: errors are returned as values (:class:`~hpa.core.decision.MetricFetchError`)
 instead of Go's ``error`` results, and a response that does not parse is reported as an error of
-the same wrapping instead of a decoding failure inside client-go.
+the same wrapping instead of a decoding failure inside client-go. Of a well-formed answer only
+the fields the shaping reads are checked (every ``usage`` quantity, names, times, windows);
+client-go's decoder would also refuse, say, a mistyped ``metadata.labels``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 
 from hpa.api.metrics import PodMetrics, PodMetricsList
+from hpa.api.types import parse_time
 from hpa.core.decision import MetricFetchError, PodMetricsObservation
-from hpa.core.quantity import QuantityError, parse_quantity
+from hpa.core.quantity import QuantityError
 from hpa.core.replicas import PodMetric
-from hpa.metrics.duration import DurationError, parse_duration_seconds
+from hpa.metrics.duration import DurationError
 from hpa.metrics.transport import JsonGetter, error_text
+from hpa.metrics.values import is_quantity, milli_value, window_seconds
 
-__all__ = ["RESOURCE_METRICS_PREFIX", "ResourceMetricsClient", "shape_pod_metrics"]
+__all__ = [
+    "RESOURCE_METRICS_PREFIX",
+    "ResourceMetricsClient",
+    "shape_pod_metrics",
+    "shape_raw_pod_metrics",
+]
 
 RESOURCE_METRICS_PREFIX = "/apis/metrics.k8s.io/v1beta1"
 
@@ -44,17 +60,15 @@ class _ShapeError(Exception):
 
 
 def _window_seconds(item: PodMetrics) -> float:
-    if not item.window:
-        return 0.0
     try:
-        return parse_duration_seconds(item.window)
+        return window_seconds(item.window)
     except DurationError as error:
         raise _ShapeError(str(error)) from error
 
 
 def _milli(text: str) -> int:
     try:
-        return parse_quantity(text).milli_value()
+        return milli_value(text)
     except QuantityError as error:
         raise _ShapeError(str(error)) from error
 
@@ -99,6 +113,109 @@ def shape_pod_metrics(
     return shaped
 
 
+_NO_USAGE: dict[str, Any] = {}
+_NO_CONTAINERS: list[Any] = []
+
+
+class _IrregularError(Exception):
+    """The raw document is not the plain shape the fast path reads: take the validating path."""
+
+
+def _fast_time(text: object, cache: dict[str, datetime]) -> datetime | None:
+    if text is None:
+        return None
+    if type(text) is not str:
+        raise _IrregularError
+    found = cache.get(text)
+    if found is None:
+        try:
+            found = parse_time(text).replace(microsecond=0)
+        except ValueError as error:
+            raise _IrregularError from error
+        cache[text] = found
+    return found
+
+
+def _fast_window(text: object) -> float:
+    if type(text) is not str:
+        raise _IrregularError
+    try:
+        return window_seconds(text)
+    except DurationError as error:
+        raise _IrregularError from error
+
+
+def _fast_usage(container: object) -> dict[str, Any]:
+    """A container's ``usage`` with every quantity checked (as decoding the list would)."""
+    if type(container) is not dict or type(container.get("name", "")) is not str:
+        raise _IrregularError
+    usage = container.get("usage", _NO_USAGE)
+    if type(usage) is not dict:
+        raise _IrregularError
+    for value in usage.values():
+        if not is_quantity(value):
+            raise _IrregularError
+    return usage
+
+
+def shape_raw_pod_metrics(
+    document: Mapping[str, Any], resource: str, *, container: str = ""
+) -> tuple[dict[str, PodMetric], datetime | None, int]:
+    """``shape_pod_metrics`` straight from the decoded JSON ``PodMetricsList``: the shaped
+    samples, the first item's timestamp and the number of items. Each quantity is read once.
+
+    Raises :class:`_IrregularError` for anything but the plain shape (a missing or mistyped field,
+    a quantity, time or window that does not parse, a named container absent from a pod): the
+    caller then takes the validating path, which reports such answers exactly."""
+    if "items" not in document:
+        return {}, None, 0
+    items = document["items"]
+    if type(items) is not list:
+        raise _IrregularError
+    shaped: dict[str, PodMetric] = {}
+    times: dict[str, datetime] = {}
+    first_timestamp: datetime | None = None
+    for index, item in enumerate(items):
+        if type(item) is not dict:
+            raise _IrregularError
+        metadata = item.get("metadata", _NO_USAGE)  # absent: the defaults, as decoding has
+        if type(metadata) is not dict:
+            raise _IrregularError
+        name = metadata.get("name", "")
+        containers = item.get("containers", _NO_CONTAINERS)
+        if type(name) is not str or type(containers) is not list:
+            raise _IrregularError
+        timestamp = _fast_time(item.get("timestamp"), times)
+        if index == 0:
+            first_timestamp = timestamp
+        window = _fast_window(item.get("window", ""))
+        usages = [_fast_usage(entry) for entry in containers]
+        if container:
+            found = next(
+                (u for u, c in zip(usages, containers, strict=True) if c.get("name") == container),
+                None,
+            )
+            if found is None:
+                raise _IrregularError  # the validating path words the error
+            value = found.get(resource)
+            if value is not None:
+                shaped[name] = PodMetric(
+                    value_milli=milli_value(value), timestamp=timestamp, window_seconds=window
+                )
+            continue
+        if not usages:
+            continue
+        total = 0
+        for usage in usages:
+            value = usage.get(resource)
+            if value is None:
+                break
+            total += milli_value(value)
+        else:
+            shaped[name] = PodMetric(value_milli=total, timestamp=timestamp, window_seconds=window)
+    return shaped, first_timestamp, len(items)
+
+
 class ResourceMetricsClient:
     """``GetResourceMetric`` through the aggregation layer (``metrics.k8s.io``)."""
 
@@ -113,6 +230,26 @@ class ResourceMetricsClient:
         params: Mapping[str, str] = {"labelSelector": selector} if selector else {}
         try:
             document = await self._getter.get(path, params=params)
+        except Exception as error:  # noqa: BLE001 - every failure of the call is reported
+            return MetricFetchError(
+                f"unable to fetch metrics from resource metrics API: {error_text(error)}"
+            )
+        try:
+            shaped, timestamp, count = shape_raw_pod_metrics(
+                document, resource, container=container
+            )
+        except _IrregularError:
+            return self._shape_validated(document, resource, container=container)
+        if not count:
+            return MetricFetchError("no metrics returned from resource metrics API")
+        return PodMetricsObservation(metrics=shaped, timestamp=timestamp)
+
+    @staticmethod
+    def _shape_validated(
+        document: Mapping[str, Any], resource: str, *, container: str
+    ) -> PodMetricsObservation | MetricFetchError:
+        """The validating path: decode through the models, then shape."""
+        try:
             listing = PodMetricsList.from_dict(document)
         except ValidationError as error:
             return MetricFetchError(
