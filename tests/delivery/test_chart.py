@@ -79,6 +79,13 @@ def test_helm_lint_strict_finds_nothing(values_file: Path) -> None:
         {"tls": {"mode": "insecureSkipTLSVerify"}},
         {"controller": {"syncPeriod": "fifteen seconds"}},
         {"image": {"digest": "latest"}},
+        {"controller": {"metricsSource": "prometheus"}},
+        {"controller": {"rbac": {"customMetrics": ["*"]}}},
+        {"controller": {"rbac": {"customMetrics": ["pods/*"]}}},
+        {"controller": {"rbac": {"customMetrics": ["http_requests_per_second"]}}},
+        {"controller": {"rbac": {"externalMetrics": ["*"]}}},
+        {"controller": {"rbac": {"allMetrics": "yes"}}},
+        {"controller": {"rbac": {"resources": ["*"]}}},
     ],
     ids=repr,
 )
@@ -222,7 +229,7 @@ def args_of(deployment: dict[str, Any]) -> list[str]:
     return [str(arg) for arg in container["args"]]
 
 
-@pytest.mark.parametrize("name", ["default", "cert-manager", "metrics-api", "full"])
+@pytest.mark.parametrize("name", ["default", "cert-manager", "metrics-api", "full", "inprocess"])
 def test_container_args_are_accepted_by_the_hpa_cli(name: str) -> None:
     parser = build_parser()
     for deployment in of_kind(rendered(name), "Deployment"):
@@ -248,6 +255,46 @@ def test_controller_runs_two_replicas_with_leader_election_on_its_own_lease() ->
         }
     ]
     assert one(objects, "PodDisruptionBudget", "hpa-controller")["spec"]["maxUnavailable"] == 1
+
+
+def test_inprocess_controller_reads_the_adapter_rules_and_may_reach_prometheus() -> None:
+    objects = rendered("inprocess")
+    assert of_kind(objects, "APIService") == []
+    assert [d["metadata"]["name"] for d in of_kind(objects, "Deployment")] == ["hpa-controller"]
+    deployment = one(objects, "Deployment", "hpa-controller")
+    args = build_parser().parse_args(args_of(deployment))
+    assert args.metrics_source == "inprocess"
+    assert args.prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
+    pod = deployment["spec"]["template"]["spec"]
+    mount = pod["containers"][0]["volumeMounts"][0]
+    assert args.config.parent.as_posix() == mount["mountPath"]
+    assert mount["readOnly"] is True
+    assert pod["volumes"] == [{"name": "config", "configMap": {"name": "hpa-adapter-config"}}]
+    text = one(objects, "ConfigMap", "hpa-adapter-config")["data"]["config.yaml"]
+    assert load_rules(text, source="hpa-adapter-config").resource_rules is not None
+    egress = one(objects, "NetworkPolicy", "hpa-controller")["spec"]["egress"]
+    prometheus_port = [{"protocol": "TCP", "port": 9090}]
+    assert [rule["ports"] for rule in egress if rule.get("ports") == prometheus_port] != []
+    api_mode = one(rendered("default"), "NetworkPolicy", "hpa-controller")["spec"]["egress"]
+    assert [rule for rule in api_mode if rule.get("ports") == prometheus_port] == []
+    assert "--metrics-source=inprocess" not in args_of(
+        one(rendered("default"), "Deployment", "hpa-controller")
+    )
+
+
+def notes(values: dict[str, Any]) -> str:
+    with helm.Chart.load(CHART_DIR) as chart:
+        rendered_files = chart.render(values, name="hpa", namespace=RELEASE_NAMESPACE)
+    return str(rendered_files["hpa/templates/NOTES.txt"])
+
+
+def test_notes_say_which_metrics_the_controller_may_read() -> None:
+    assert "controller.rbac.customMetrics" in notes({})  # none listed: the user is told
+    listed = {"rbac": {"customMetrics": ["pods/rps"], "externalMetrics": ["queue"]}}
+    assert "Metrics: custom pods/rps; external queue." in notes({"controller": listed})
+    every = notes({"controller": {"rbac": {"allMetrics": True}}})
+    assert "every custom and external metric" in every
+    assert "read in-process" in notes({"controller": {"metricsSource": "inprocess"}})
 
 
 def test_controller_dry_run_value_passes_the_flag() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from adapter.server.requestinfo import RequestAttributes, request_attributes
 from tests.delivery.chart import (
     CHART_DIR,
     KUBE_VERSION,
@@ -59,7 +60,7 @@ def test_every_pod_template_meets_pod_security_restricted(name: str) -> None:
         for spec in pod_templates(obj.body):
             templates += 1
             assert restricted_violations(spec) == [], f"{obj.kind}/{obj.name}"
-    assert templates == (0 if name == "everything-off" else 2)
+    assert templates == {"everything-off": 0, "inprocess": 1}.get(name, 2)  # inprocess: no adapter
 
 
 @pytest.mark.parametrize(
@@ -136,6 +137,8 @@ CONTROLLER_EXTENSIONS: dict[tuple[str, str], set[str]] = {
     ("apps", "replicasets"): {"list", "watch"},
 }
 METRICS_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io")
+ALL_METRICS_VALUES = "all-metrics"
+"""The one values file that opts in to upstream's `*` on the metrics groups."""
 
 
 def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
@@ -148,20 +151,22 @@ def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def cluster_role(name: str) -> dict[str, Any]:
-    return next(o.body for o in rendered("default") if o.kind == "ClusterRole" and o.name == name)
+def cluster_role(name: str, values: str = "default") -> dict[str, Any]:
+    return next(o.body for o in rendered(values) if o.kind == "ClusterRole" and o.name == name)
 
 
-def test_controller_cluster_role_stays_within_upstream_plus_the_pod_watch() -> None:
-    for (group, resource), verbs in grants(cluster_role("hpa-controller")["rules"]).items():
-        allowed = UPSTREAM_HPA_ROLE.get((group, resource), set()) | CONTROLLER_EXTENSIONS.get(
-            (group, resource), set()
-        )
+@pytest.mark.parametrize("name", [n for n in VALUES_IDS if n != "everything-off"])
+def test_controller_cluster_role_stays_within_upstream_plus_its_informers(name: str) -> None:
+    for (group, resource), verbs in grants(cluster_role("hpa-controller", name)["rules"]).items():
+        upstream = UPSTREAM_HPA_ROLE.get((group, resource), set())
+        if group in METRICS_GROUPS:
+            upstream = UPSTREAM_HPA_ROLE[(group, "*")]  # a listed metric is one of upstream's `*`
+        allowed = upstream | CONTROLLER_EXTENSIONS.get((group, resource), set())
         assert verbs <= allowed, f"{group}/{resource}: {sorted(verbs - allowed)} beyond upstream"
 
 
 @pytest.mark.parametrize("name", VALUES_IDS)
-def test_no_secrets_and_no_wildcards_except_scale_and_metric_names(name: str) -> None:
+def test_no_secrets_and_no_wildcard_resources_except_scale(name: str) -> None:
     for obj in rendered(name):
         if obj.kind not in ("ClusterRole", "Role"):
             continue
@@ -169,12 +174,117 @@ def test_no_secrets_and_no_wildcards_except_scale_and_metric_names(name: str) ->
             assert "secrets" not in rule["resources"], obj.name
             assert "*" not in rule["verbs"], obj.name
             for resource in rule["resources"]:
-                if resource == "*":
-                    # metric names are the resources of these groups: not known in advance
+                if resource == "*" and name == ALL_METRICS_VALUES:
+                    # controller.rbac.allMetrics: upstream's rules, opted in
                     assert set(rule["apiGroups"]) <= set(METRICS_GROUPS), obj.name
-                    assert set(rule["verbs"]) <= {"get", "list"}, obj.name
+                    assert set(rule["verbs"]) == {"get", "list"}, obj.name
                 elif "*" in resource:
-                    assert resource == "*/scale", obj.name
+                    assert resource == "*/scale", f"{obj.name}: {resource}"
+
+
+def metric_rules(values: str) -> list[dict[str, Any]]:
+    groups = ("metrics.k8s.io", *METRICS_GROUPS)
+    rules = cluster_role("hpa-controller", values)["rules"]
+    return [rule for rule in rules if set(rule["apiGroups"]) & set(groups)]
+
+
+def test_by_default_the_controller_reads_resource_metrics_and_no_custom_or_external_metric() -> (
+    None
+):
+    assert metric_rules("default") == [
+        {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["list"]}
+    ]
+
+
+def test_listed_metrics_become_exact_rules_per_request_shape() -> None:
+    assert metric_rules("full") == [
+        {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["list"]},
+        {
+            "apiGroups": ["custom.metrics.k8s.io"],
+            "resources": ["pods/http_requests_per_second", "deployments.apps/queue_length"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["custom.metrics.k8s.io"],
+            "resources": ["metrics"],
+            "resourceNames": ["tenant_budget"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["external.metrics.k8s.io"],
+            "resources": ["queue_messages_ready"],
+            "verbs": ["list"],
+        },
+    ]
+
+
+def test_all_metrics_restores_upstreams_wildcards() -> None:
+    assert metric_rules(ALL_METRICS_VALUES)[1:] == [
+        {"apiGroups": [group], "resources": ["*"], "verbs": ["get", "list"]}
+        for group in METRICS_GROUPS
+    ]
+
+
+def test_inprocess_metrics_need_no_metrics_api_rule() -> None:
+    assert metric_rules("inprocess") == []
+
+
+# Which request the controller makes for each metric type (hpa/metrics/custom.py, external.py,
+# resource.py; upstream k8s.io/metrics versioned_client.go), as the API server's authorizer sees
+# it: k8s.io/apiserver RequestInfo (ported in adapter/server/requestinfo.py) and RBAC's
+# ResourceMatches / ResourceNameMatches (pkg/apis/rbac/v1/evaluation_helpers.go: exact
+# `<resource>/<subresource>`, `*`, or `*/<subresource>`).
+CONTROLLER_REQUESTS: list[tuple[str, bool]] = [
+    ("/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods", True),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/http_requests_per_second", True),
+    ("/apis/custom.metrics.k8s.io/v1beta1/namespaces/shop/pods/*/http_requests_per_second", True),
+    (
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/web-0/http_requests_per_second",
+        True,
+    ),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/deployments.apps/web/queue_length", True),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/metrics/tenant_budget", True),
+    ("/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/queue_messages_ready", True),
+    # not listed
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/queue_length", False),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/services/web/queue_length", False),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/metrics/queue_length", False),
+    ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/tenant_budget", False),
+    ("/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/http_requests_per_second", False),
+]
+
+
+def rbac_allows(rules: list[dict[str, Any]], attributes: RequestAttributes) -> bool:
+    """plugin/pkg/auth/authorizer/rbac/rbac.go RuleAllows for a resource request."""
+    combined = attributes.resource
+    if attributes.subresource:
+        combined += "/" + attributes.subresource
+    for rule in rules:
+        if attributes.verb not in rule["verbs"] and "*" not in rule["verbs"]:
+            continue
+        if attributes.api_group not in rule["apiGroups"] and "*" not in rule["apiGroups"]:
+            continue
+        names = rule.get("resourceNames") or []
+        if names and attributes.name not in names:
+            continue
+        for resource in rule["resources"]:
+            if resource in ("*", combined) or (
+                attributes.subresource and resource == f"*/{attributes.subresource}"
+            ):
+                return True
+    return False
+
+
+@pytest.mark.parametrize(("path", "allowed"), CONTROLLER_REQUESTS, ids=lambda p: str(p))
+def test_listed_metrics_admit_exactly_the_controllers_requests_for_them(
+    path: str, allowed: bool
+) -> None:
+    attributes = request_attributes("GET", path, query={"labelSelector": "app=web"})
+    assert rbac_allows(cluster_role("hpa-controller", "full")["rules"], attributes) is allowed
+    # upstream's wildcard admits all of them; the defaults admit only resource metrics
+    assert rbac_allows(cluster_role("hpa-controller", ALL_METRICS_VALUES)["rules"], attributes)
+    default = rbac_allows(cluster_role("hpa-controller")["rules"], attributes)
+    assert default is (attributes.api_group == "metrics.k8s.io")
 
 
 def test_adapter_cluster_role_only_reads_pods_and_nodes() -> None:

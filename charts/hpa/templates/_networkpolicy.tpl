@@ -29,3 +29,16 @@
     - protocol: TCP
       port: {{ $dns.port }}
 {{- end -}}
+
+{{/* Egress rule to the Prometheus pods (networkPolicy.prometheus selectors and port). */}}
+{{- define "hpa.networkPolicy.prometheusEgress" -}}
+{{- $prom := .Values.networkPolicy.prometheus -}}
+- to:
+    - namespaceSelector:
+        {{- toYaml $prom.namespaceSelector | nindent 8 }}
+      podSelector:
+        {{- toYaml $prom.podSelector | nindent 8 }}
+  ports:
+    - protocol: TCP
+      port: {{ $prom.port }}
+{{- end -}}
