@@ -163,7 +163,7 @@ class Quantity:
     @classmethod
     def from_milli(cls, value_milli: int, format: Format = Format.DECIMAL_SI) -> Quantity:
         """``NewMilliQuantity(value, format)``: ``value_milli`` thousandths of a unit."""
-        return cls.from_scaled(value_milli, -3, format=format)
+        return cls(_EXACT.scaleb(Decimal(_checked_int(value_milli)), -3), format)
 
     @classmethod
     def from_scaled(cls, value: int, scale: int, *, format: Format = Format.DECIMAL_SI) -> Quantity:
@@ -474,14 +474,29 @@ def _canonicalize(amount: Decimal, format: Format) -> tuple[str, str]:
 
 
 def _canonical_base10(amount: Decimal) -> tuple[str, int]:
-    """``AsCanonicalBytes``: mantissa digits and an exponent that is a multiple of 3."""
-    sign, digits, exponent = amount.as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
+    """``AsCanonicalBytes``: mantissa digits and an exponent that is a multiple of 3.
+
+    Read from ``str(amount)`` (``[-]digits[.digits][E±n]``, C speed) rather than from
+    ``as_tuple()`` digit by digit: the adapter formats a value per pod per request. A nonzero
+    amount is expected (``_canonicalize`` answers zero itself)."""
+    text = str(amount)
+    sign = ""
+    if text[0] == "-":
+        sign = "-"
+        text = text[1:]
+    exponent = 0
+    marker = text.find("E")
+    if marker >= 0:
+        exponent = int(text[marker + 1 :])
+        text = text[:marker]
+    dot = text.find(".")
+    if dot >= 0:
+        exponent -= len(text) - dot - 1
+        text = (text[:dot] + text[dot + 1 :]).lstrip("0")
     stripped = text.rstrip("0")
     exponent += len(text) - len(stripped)
     zeros = exponent % 3
-    return ("-" if sign else "") + stripped + "0" * zeros, exponent - zeros
+    return sign + stripped + "0" * zeros, exponent - zeros
 
 
 def _canonical_base1024(amount: Decimal) -> tuple[str, int] | None:

@@ -498,3 +498,40 @@ def test_add_sub_neg_are_exact_and_keep_upstream_formats(a: Quantity, b: Quantit
     assert -negated == a
     assert negated.format is a.format
     assert negated.sign() == -a.sign()
+
+
+def _digit_canonical_text(amount: Decimal, format: Format) -> str:
+    """The canonical text computed from the digit tuple (the formatter before it read
+    ``str(amount)``), for DecimalSI and DecimalExponent amounts."""
+    sign, digits, exponent = amount.as_tuple()
+    assert isinstance(exponent, int)
+    if not any(digits):
+        return "0"
+    text = "".join(map(str, digits))
+    stripped = text.lstrip("0").rstrip("0")
+    exponent += len(text.lstrip("0")) - len(stripped)
+    zeros = exponent % 3
+    number = ("-" if sign else "") + stripped + "0" * zeros
+    exponent -= zeros
+    suffixes = {value: suffix for suffix, value in DECIMAL_EXPONENTS.items()}
+    if format is Format.DECIMAL_SI and exponent in suffixes:
+        return number + suffixes[exponent]
+    return number + ("" if exponent == 0 else f"e{exponent}")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.sampled_from([Format.DECIMAL_SI, Format.DECIMAL_EXPONENT]),
+    st.integers(-(10**40), 10**40),
+    st.integers(-60, 60) | st.integers(-(2**31), 2**31),
+)
+def test_canonical_text_matches_the_digit_by_digit_formatter(
+    format: Format, coefficient: int, exponent: int
+) -> None:
+    """``str()`` of any amount (leading zeros, trailing zeros, exponent forms, huge exponents)
+    is the text the digit-tuple formatter gives; milli values take the same path."""
+    amount = Decimal(f"{coefficient}e{exponent}")  # exact, no context limits
+    assert str(Quantity(amount, format)) == _digit_canonical_text(amount, format)
+    milli = Quantity.from_milli(coefficient, format)
+    assert str(milli) == _digit_canonical_text(Decimal(f"{coefficient}e-3"), format)
+    assert milli == Quantity.from_scaled(coefficient, -3, format=format)
