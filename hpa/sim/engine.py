@@ -14,12 +14,17 @@ controller`` does. The ports answer without suspending, so a day of virtual time
 controller's CPU; nothing sleeps.
 
 Deliberate deviations: every HPA is reconciled exactly on the sync grid (upstream spreads
-resyncs with the work queue's rate limiter); the first sync is at ``t = 0``.
+resyncs with the work queue's rate limiter); the first sync is at ``t = 0``. A recorded schedule
+(:attr:`SimulationConfig.sync_times_seconds`, e.g. the syncs of ``hpa controller`` in the lab)
+replaces the grid, and recorded External/Object values
+(:attr:`SimulationConfig.replayed_metric_milli`) replace the workload model's offered load, for
+replaying a cluster's run sync by sync (``tests/e2e/test_sim_parity.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +35,7 @@ from hpa.core.decision import MetricStatus
 from hpa.sim.manifest import HPAManifest, target_utilization_percent
 from hpa.sim.ports import (
     RecordedEvent,
+    ReplayedMetricsClient,
     SimEventRecorder,
     SimHorizontalPodAutoscalers,
     SimMetricsClient,
@@ -53,6 +59,21 @@ class SimulationConfig:
     initial_replicas: int | None = None
     """Replicas at ``t = 0`` (Ready for an hour already); ``None``: each HPA's minReplicas (1 when
     minReplicas is 0: a target at zero the HPA did not put there is left alone upstream)."""
+    sync_times_seconds: tuple[float, ...] | None = None
+    """Reconcile at these virtual times (increasing, from 0, within the trace) instead of every
+    sync period: a recorded schedule, such as the syncs of a controller in a cluster."""
+    replayed_metric_milli: tuple[int, ...] | None = None
+    """Every External and Object metric answers these values (milli-units) in order, one per
+    fetch, instead of the offered load: what a cluster's metrics API served, recorded."""
+
+    def __post_init__(self) -> None:
+        times = self.sync_times_seconds
+        if times is not None:
+            if not times or times[0] < 0:
+                raise ValueError("sync times must be a non-empty list starting at 0 or later")
+            for earlier, later in itertools.pairwise(times):
+                if not later > earlier:
+                    raise ValueError(f"sync times must increase: {later:g} after {earlier:g}")
 
     def describe(self) -> list[tuple[str, str]]:
         """Every parameter of the run, for the output's header."""
@@ -60,7 +81,12 @@ class SimulationConfig:
         return [
             *self.workload.describe(),
             *self.pipeline.describe(),
-            ("sync period", f"{s.sync_period_seconds:g}s"),
+            (
+                "sync period",
+                f"{s.sync_period_seconds:g}s"
+                if self.sync_times_seconds is None
+                else f"{len(self.sync_times_seconds)} recorded sync times",
+            ),
             ("tolerance", f"{s.tolerance:g}"),
             ("downscale stabilization", f"{s.downscale_stabilization_seconds:g}s"),
             ("cpu initialization period", f"{s.cpu_initialization_period_seconds:g}s"),
@@ -70,6 +96,16 @@ class SimulationConfig:
                 "max(minReplicas, 1)"
                 if self.initial_replicas is None
                 else str(self.initial_replicas),
+            ),
+            *(
+                []
+                if self.replayed_metric_milli is None
+                else [
+                    (
+                        "external/object metrics",
+                        f"{len(self.replayed_metric_milli)} recorded values, one per fetch",
+                    )
+                ]
             ),
         ]
 
@@ -158,11 +194,16 @@ def _build(
     )
     hpas = SimHorizontalPodAutoscalers(hpa)
     events = SimEventRecorder(clock)
+    metrics = (
+        SimMetricsClient(deployment, clock)
+        if config.replayed_metric_milli is None
+        else ReplayedMetricsClient(deployment, clock, values_milli=config.replayed_metric_milli)
+    )
     controller = HorizontalController(
         config.settings,
         hpas=hpas,
         scales=SimScaleClient(deployment, clock),
-        metrics=SimMetricsClient(deployment, clock),
+        metrics=metrics,
         pods=SimPodLister(deployment, clock),
         status_writer=hpas,
         events=events,
@@ -226,9 +267,16 @@ async def run_simulation(
     deployments = [sim.deployment for sim in sims]
     period = config.settings.sync_period_seconds
     duration = trace.duration_seconds
-    syncs = max(1, math.ceil(round(duration / period, 9)))
-    for step in range(syncs):
-        t_seconds = step * period
+    if config.sync_times_seconds is not None:
+        sync_times: Sequence[float] = config.sync_times_seconds
+        if sync_times[-1] >= duration:
+            raise ValueError(
+                f"the last sync time {sync_times[-1]:g}s is not inside the trace ({duration:g}s)"
+            )
+    else:
+        syncs = max(1, math.ceil(round(duration / period, 9)))
+        sync_times = [step * period for step in range(syncs)]
+    for t_seconds in sync_times:
         clock.set(t_seconds)
         for sim in sims:
             sim.deployment.advance_to(t_seconds)

@@ -44,6 +44,7 @@ from hpa.sim.workload import Deployment, moment
 
 __all__ = [
     "RecordedEvent",
+    "ReplayedMetricsClient",
     "SimEventRecorder",
     "SimHorizontalPodAutoscalers",
     "SimMetricsClient",
@@ -114,6 +115,48 @@ class SimMetricsClient:
     ) -> ExternalMetricObservation | MetricFetchError:
         value_milli, stamp = self._deployment.offered_average_milli(self._clock.t_seconds)
         return ExternalMetricObservation((value_milli,), stamp)
+
+
+class ReplayedMetricsClient(SimMetricsClient):
+    """``MetricsClient`` whose External and Object metrics answer recorded values, in order.
+
+    The ``k``-th External or Object fetch gets ``values_milli[k]`` (what a cluster's metrics API
+    served at its ``k``-th sync, e.g. the lab's scripted server in
+    ``tests/e2e/test_sim_parity.py``); a fetch after the last value is an error. Resource and Pods
+    metrics still come from the workload model."""
+
+    def __init__(
+        self, deployment: Deployment, clock: VirtualClock, *, values_milli: Sequence[int]
+    ) -> None:
+        super().__init__(deployment, clock)
+        self._values = tuple(values_milli)
+        self.fetches = 0
+
+    def _next(self) -> int | None:
+        index = self.fetches
+        self.fetches += 1
+        return self._values[index] if index < len(self._values) else None
+
+    async def get_object_metric(
+        self,
+        metric_name: str,
+        namespace: str,
+        *,
+        described_object: CrossVersionObjectReference,
+        metric_selector: str,
+    ) -> ObjectMetricObservation | MetricFetchError:
+        value_milli = self._next()
+        if value_milli is None:
+            return MetricFetchError(f"the replay has no value for fetch {self.fetches}")
+        return ObjectMetricObservation(value_milli, moment(self._clock.t_seconds))
+
+    async def get_external_metric(
+        self, metric_name: str, namespace: str, *, metric_selector: str
+    ) -> ExternalMetricObservation | MetricFetchError:
+        value_milli = self._next()
+        if value_milli is None:
+            return MetricFetchError(f"the replay has no value for fetch {self.fetches}")
+        return ExternalMetricObservation((value_milli,), moment(self._clock.t_seconds))
 
 
 class SimScaleClient:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import pytest
+
 from hpa.sim.engine import SimulationConfig, SimulationResult, simulate
 from hpa.sim.manifest import parse_manifests
 from hpa.sim.scenarios import hpa_manifest
@@ -307,3 +309,67 @@ spec:
     timeline = result.runs[0].timeline
     assert min(row.replicas for row in timeline) == 0
     assert timeline[-1].ready_pods == 5
+
+
+REPLAY_HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: replay}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 20
+  metrics:
+  - type: External
+    external:
+      metric: {name: offered_rps}
+      target: {type: AverageValue, averageValue: "10"}
+  behavior:
+    scaleUp:
+      stabilizationWindowSeconds: 0
+      policies: [{type: Pods, value: 2, periodSeconds: 3}]
+"""
+
+
+def test_a_recorded_schedule_and_replayed_values_drive_each_sync() -> None:
+    """The lab-parity mode: syncs at recorded times, the k-th External fetch answers the k-th
+    recorded value (not the trace's load), and the Pods 2 per 3 s policy counts real seconds."""
+    hpas = parse_manifests(REPLAY_HPA, source="test")
+    times = (0.0, 0.5, 1.1, 2.9, 3.2, 3.6)
+    values = (95_000, 95_000, 95_000, 95_000, 95_000, 15_000)
+    trace = points_trace([(0, 1.0)], duration_seconds=4, description="ignored by the metric")
+    desired: list[int | None] = []
+    config = SimulationConfig(
+        initial_replicas=1, sync_times_seconds=times, replayed_metric_milli=values
+    )
+
+    result = simulate(
+        hpas,
+        trace,
+        config=config,
+        on_sync=lambda t, runs, deployments: desired.append(deployments[0].desired_replicas),
+    )
+
+    assert result.runs[0].reconciles == len(times)
+    # 95 req/s at 10 per replica proposes 10; +2 per 3 s: 3 at 0 s, held until the 0 s event is
+    # more than 3 s old (3.2 s), then 5; at 3.6 s 15 req/s proposes 2, held by the 300 s window
+    assert desired == [3, 3, 3, 3, 5, 5]
+    assert [t for t, _, _ in scale_events(result)] == [0.0, 3.2]
+
+
+def test_a_replay_that_runs_out_is_a_metric_error_and_a_bad_schedule_is_refused() -> None:
+    hpas = parse_manifests(REPLAY_HPA, source="test")
+    trace = points_trace([(0, 1.0)], duration_seconds=60, description="t")
+    config = SimulationConfig(initial_replicas=1, replayed_metric_milli=(30_000,))
+
+    result = simulate(hpas, trace, config=config)
+
+    run = result.runs[0]
+    assert run.reconciles == 4
+    assert run.errors == 3
+    assert run.first_error is not None
+    assert "the replay has no value for fetch 2" in run.first_error
+    with pytest.raises(ValueError, match="sync times must increase"):
+        SimulationConfig(sync_times_seconds=(0.0, 2.0, 2.0))
+    with pytest.raises(ValueError, match="not inside the trace"):
+        simulate(hpas, trace, config=SimulationConfig(sync_times_seconds=(0.0, 60.0)))
