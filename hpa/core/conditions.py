@@ -65,6 +65,12 @@ def set_condition(
     """``setConditionInList``: replace in place (or append), stamping flips with ``now``."""
     for index, existing in enumerate(conditions):
         if existing.type == condition_type:
+            if (
+                existing.status == status
+                and existing.reason == reason
+                and existing.message == message
+            ):
+                return conditions  # the same condition again: nothing to replace
             transition = existing.last_transition_time if existing.status == status else now
             updated = HorizontalPodAutoscalerCondition(
                 type=condition_type,
