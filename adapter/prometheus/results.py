@@ -86,20 +86,37 @@ def _labels(raw: Any, endpoint: str) -> dict[str, str]:
 
 
 def decode_instant(data: Any, *, endpoint: str) -> InstantResult:
-    """``QueryResult.UnmarshalJSON`` for ``/api/v1/query``: a vector or a scalar."""
+    """``QueryResult.UnmarshalJSON`` for ``/api/v1/query``: a vector or a scalar.
+
+    The vector loop checks each element inline (the same checks as ``_sample_point`` and
+    ``_labels``): an answer has a sample per pod, and this runs for every request."""
     if not isinstance(data, dict):
         raise PrometheusResponseError("query data is not an object", endpoint=endpoint)
     result_type = data.get("resultType")
     result = data.get("result")
     if result_type == "vector" and isinstance(result, list):
-        samples = []
+        samples: list[Sample] = []
+        append = samples.append
         for item in result:
-            if not isinstance(item, dict):
+            if type(item) is not dict:
                 raise PrometheusResponseError(f"malformed sample {item!r}", endpoint=endpoint)
-            timestamp, text = _sample_point(item.get("value"), endpoint)
-            samples.append(
-                Sample(_labels(item.get("metric", {}), endpoint), timestamp, value_text=text)
-            )
+            point = item.get("value")
+            if type(point) is list and len(point) == 2 and type(point[1]) is str:
+                text: str = point[1]
+                try:
+                    timestamp = float(point[0])
+                    Decimal(text)
+                except (TypeError, ValueError, InvalidOperation):
+                    timestamp, text = _sample_point(point, endpoint)  # raises the error
+            else:
+                timestamp, text = _sample_point(point, endpoint)  # raises the error
+            labels = item.get("metric", {})
+            if type(labels) is not dict:
+                labels = _labels(labels, endpoint)  # raises the error
+            for value in labels.values():
+                if type(value) is not str:
+                    _labels(labels, endpoint)  # raises the error
+            append(Sample(labels, timestamp, value_text=text))
         return InstantResult("vector", tuple(samples))
     if result_type == "scalar":
         timestamp, text = _sample_point(result, endpoint)

@@ -18,6 +18,8 @@ Deliberate deviations (docs/adapter-values.md):
 - empty, stale and NaN/Inf values are missing, never 0 (see ``adapter.providers.values``); an
   object listed by selector whose value is missing is left out of the list;
 - values carry the sample's real time and the rule's window instead of ``time.Now()`` and none;
+- the value query and its staleness probe go to Prometheus as one PromQL, each part tagged
+  (``adapter.providers.evaluation.merged_query``): one round trip per request;
 - the rendered value query and staleness probe are kept for the index they were rendered from,
   keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
   HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
@@ -26,27 +28,33 @@ Deliberate deviations (docs/adapter-values.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import structlog
 
+from adapter.prometheus.results import Sample
 from adapter.providers.clock import SystemClock
 from adapter.providers.errors import (
     InvalidRequestError,
+    MetricFetchError,
     MetricNotFoundError,
     MissingCause,
     ObjectListError,
 )
 from adapter.providers.evaluation import (
+    PART_LABEL,
+    PROBE_PART,
+    VALUE_PART,
     Freshness,
-    freshness_by_name,
+    freshness_of,
+    merged_query,
     object_probe_query,
     parse_request_selector,
     rule_errors_to_provider_errors,
-    run_with_probe,
+    run_instant,
     vector_samples,
 )
 from adapter.providers.index import MetricIndex
@@ -105,18 +113,21 @@ class CustomMetricValue:
 
 @dataclass(frozen=True, kw_only=True)
 class _Plan:
-    info: CustomMetricInfo  # normalized
+    """info: normalized; label: the resource's label in the answer; sent: the PromQL sent (the
+    value query, or it merged with its probe)."""
+
+    info: CustomMetricInfo
     entry: SeriesInfo
     query: str
     probe: str | None
     window_seconds: int | None
+    label: str
+    sent: str
 
 
-@dataclass(frozen=True)
-class _Judged:
+class _Judged(NamedTuple):
     value_milli: int | None
     timestamp: datetime | None
-    _: KW_ONLY
     cause: MissingCause | None
 
 
@@ -334,7 +345,15 @@ class CustomMetricsProvider:
         window = policy.window_seconds
         if window is None:
             window = window_from_query(entry.namer.rule.metrics_query)
-        return _Plan(info=normalized, entry=entry, query=query, probe=probe, window_seconds=window)
+        return _Plan(
+            info=normalized,
+            entry=entry,
+            query=query,
+            probe=probe,
+            window_seconds=window,
+            label=entry.namer.label_for_resource(normalized.group_resource),
+            sent=query if probe is None else merged_query(query, probe),
+        )
 
     async def _evaluate(
         self,
@@ -346,38 +365,35 @@ class CustomMetricsProvider:
     ) -> dict[str, _Judged]:
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
-        result, probed = await run_with_probe(
-            self._querier, plan.query, probe=plan.probe, timeout_seconds=timeout_seconds
-        )
-        samples = vector_samples(result)
-        label = plan.entry.namer.label_for_resource(plan.info.group_resource)
-        by_name = {sample.labels.get(label, ""): sample for sample in samples}
-        freshness: Mapping[str, Freshness] | None = None
-        if probed is not None:
-            freshness = freshness_by_name(vector_samples(probed), label)
+        result = await run_instant(self._querier, plan.sent, timeout_seconds=timeout_seconds)
+        by_name, freshness = _split_answer(plan, vector_samples(result))
         bound = self.settings.max_sample_age_seconds
         empty_is_zero = self.settings.policy(plan.info.metric).empty_is_zero
+        times: dict[float, datetime] = {}  # the samples of one scrape share their time
         judged: dict[str, _Judged] = {}
         for name in names:
             sample = by_name.get(name)
             if sample is None:
                 if empty_is_zero:
-                    judged[name] = _Judged(0, self._clock.now(), cause=None)
+                    judged[name] = _Judged(0, self._clock.now(), None)
                 else:
-                    judged[name] = _Judged(None, None, cause=MissingCause.EMPTY_RESULT)
+                    judged[name] = _Judged(None, None, MissingCause.EMPTY_RESULT)
                 continue
             milli = milli_from_text(sample.value_text)
             if milli is None:
-                judged[name] = _Judged(None, None, cause=MissingCause.NOT_FINITE)
+                judged[name] = _Judged(None, None, MissingCause.NOT_FINITE)
                 continue
             timestamp_seconds = sample.timestamp_seconds
             if freshness is not None and bound is not None:
                 fresh = freshness.get(name)
                 if fresh is None or fresh.age_seconds > bound:
-                    judged[name] = _Judged(None, None, cause=MissingCause.STALE)
+                    judged[name] = _Judged(None, None, MissingCause.STALE)
                     continue
                 timestamp_seconds = fresh.sample_time_seconds
-            judged[name] = _Judged(milli, timestamp_from_seconds(timestamp_seconds), cause=None)
+            timestamp = times.get(timestamp_seconds)
+            if timestamp is None:
+                timestamp = times[timestamp_seconds] = timestamp_from_seconds(timestamp_seconds)
+            judged[name] = _Judged(milli, timestamp, None)
         return judged
 
     def _value(
@@ -409,6 +425,36 @@ class CustomMetricsProvider:
     def _count_missing(self, cause: MissingCause) -> None:
         if self._metrics is not None:
             self._metrics.missing.labels("custom", cause.value).inc()
+
+
+def _split_answer(
+    plan: _Plan, samples: Sequence[Sample]
+) -> tuple[dict[str, Sample], dict[str, Freshness] | None]:
+    """The value samples and (when the plan has a probe) the probe's freshness, by object name.
+
+    With a probe the answer is ``merged_query``'s: every sample carries its part's tag; one
+    without it means something between us and Prometheus rewrote the answer."""
+    label = plan.label
+    by_name: dict[str, Sample] = {}
+    if plan.probe is None:
+        for sample in samples:
+            by_name[sample.labels.get(label, "")] = sample
+        return by_name, None
+    freshness: dict[str, Freshness] = {}
+    for sample in samples:
+        labels = sample.labels
+        part = labels.get(PART_LABEL)
+        if part == VALUE_PART:
+            by_name[labels.get(label, "")] = sample
+        elif part == PROBE_PART:
+            fresh = freshness_of(sample)
+            if fresh is not None:
+                freshness[labels.get(label, "")] = fresh
+        else:
+            raise MetricFetchError(
+                detail=f"a sample without the {PART_LABEL} label: {dict(labels)!r}"
+            )
+    return by_name, freshness
 
 
 def _dominant(causes: Sequence[MissingCause]) -> MissingCause:

@@ -8,6 +8,13 @@ runs together with a *probe* built from the same rule, series, namespace, object
 selector: ``max by (<resource label>) (timestamp(<series>{<matchers>}))`` (for external metrics,
 ``max(timestamp(...))``). It tells, per object, when the newest raw sample of the underlying series
 was scraped; ``evaluation time - that time`` is the sample's age on Prometheus's own clock.
+
+For custom metrics the value query and its probe travel as one PromQL (``merged_query``): each
+part is tagged with a ``hpa_adapter_part`` label (``value``/``probe``) by ``label_replace`` and
+the two are joined with ``or`` (the tags differ, so ``or`` keeps every sample of both). One HTTP
+request, one evaluation time for both parts, one answer to decode. External metrics keep two
+concurrent queries (``run_with_probe``): their value query may return a scalar, which
+``label_replace`` refuses.
 """
 
 from __future__ import annotations
@@ -41,6 +48,22 @@ EXTERNAL_PROBE = parse_template(
     name="freshness-probe",
     root=QUERY_TEMPLATE_ARGS,
 )
+
+
+PART_LABEL = "hpa_adapter_part"
+"""The label ``merged_query`` tags each part's samples with (``value`` or ``probe``)."""
+VALUE_PART = "value"
+PROBE_PART = "probe"
+
+
+def merged_query(query: str, probe: str) -> str:
+    """The value query and its probe as one PromQL, each part's samples tagged with
+    ``PART_LABEL``. The parts stand on lines of their own, so a ``#`` comment ending a rule's
+    query cannot swallow the rest."""
+    return (
+        f'label_replace(\n{query}\n, "{PART_LABEL}", "{VALUE_PART}", "", "")\n'
+        f'or label_replace(\n{probe}\n, "{PART_LABEL}", "{PROBE_PART}", "", "")'
+    )
 
 
 @dataclass(frozen=True)

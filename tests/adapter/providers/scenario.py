@@ -1,8 +1,10 @@
 """Shared setup for provider tests against the fake Prometheus: a small rule file, the series a
-relist finds, and a responder that answers value queries and staleness probes from tables."""
+relist finds, and a responder that answers value queries and staleness probes from tables (and
+the two merged into one query, as custom metrics send them: ``merged_parts``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -52,6 +54,31 @@ SERIES_BY_MATCH = {
     'queue_messages_ready{queue!=""}': SERIES[3:],
 }
 
+MERGED = re.compile(
+    r'label_replace\(\n(?P<value>.*)\n, "hpa_adapter_part", "value", "", ""\)\n'
+    r'or label_replace\(\n(?P<probe>.*)\n, "hpa_adapter_part", "probe", "", ""\)',
+    re.DOTALL,
+)
+
+
+def merged_parts(query: str) -> tuple[str, str] | None:
+    """The value query and the probe of a merged query (None for any other query)."""
+    match = MERGED.fullmatch(query)
+    return None if match is None else (match["value"], match["probe"])
+
+
+def tagged(samples: list[FakeSample], part: str) -> list[FakeSample]:
+    """What ``label_replace(..., "hpa_adapter_part", part, "", "")`` makes of ``samples``."""
+    return [
+        FakeSample(
+            {**sample.labels, "hpa_adapter_part": part},
+            sample.value,
+            timestamp_seconds=sample.timestamp_seconds,
+        )
+        for sample in samples
+    ]
+
+
 PODS = {"ns1": {"web-1": {"app": "web"}, "web-2": {"app": "web"}, "db-0": {"app": "db"}}}
 
 
@@ -65,6 +92,10 @@ class Tables:
     external_age: float | None = 1.0
 
     def respond(self, query: str) -> list[FakeSample]:
+        parts = merged_parts(query)
+        if parts is not None:
+            value, probe = parts
+            return tagged(self.respond(value), "value") + tagged(self.respond(probe), "probe")
         if query.startswith("max by"):
             return [
                 FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), timestamp_seconds=EVAL_SECONDS)
