@@ -124,9 +124,12 @@ def start_adapter(
     *,
     rules: str = ADAPTER_RULES,
     relist_interval: str = "5s",
+    kubeconfig: Path | None = None,
 ) -> Component:
     """Start ``hpa adapter`` on the host end of the lab's veth pair and route the metrics
-    APIServices to it; returns once every APIService is Available."""
+    APIServices to it; returns once every APIService is Available. ``kubeconfig`` (default: the
+    lab's admin) is the adapter's identity towards the API server, e.g. a ServiceAccount token's
+    (tests/e2e/test_delivery_rbac.py)."""
     assert lab.netns is not None
     config = work / "config.yaml"
     config.write_text(rules)
@@ -142,7 +145,7 @@ def start_adapter(
         f"--secure-port={port}",
         f"--tls-cert-file={cert}",
         f"--tls-private-key-file={key}",
-        f"--kubeconfig={lab.kubeconfig}",
+        f"--kubeconfig={kubeconfig or lab.kubeconfig}",
         f"--metrics-relist-interval={relist_interval}",
     ]
     component = lab.group.start(ADAPTER_NAME, argv, cwd=REPO_ROOT)

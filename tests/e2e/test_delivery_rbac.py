@@ -1,51 +1,67 @@
-"""The controller and the adapter run with only the chart's RBAC, as their ServiceAccounts' own
-minted tokens, through a scaling scenario in the lab.
+"""The HPA controller issue's end-to-end scenario, run with only the chart's RBAC: the controller
+and the adapter use tokens minted for the chart's ServiceAccounts (`kubectl create token`).
 
-The chart's ServiceAccounts, (Cluster)Roles and bindings are applied from manifests/hpa.yaml.
-`hpa adapter` runs with the adapter's token (pod and node informers, the
-extension-apiserver-authentication ConfigMap, SubjectAccessReviews), behind the chart's
-APIServices for custom.metrics.k8s.io (v1beta1, v1beta2), external.metrics.k8s.io and
-metrics.k8s.io, serving the lab's Prometheus series with tests/e2e/controller_lab.py's rules.
-`hpa controller` runs with the controller's token (HPA, pod and workload informers, the Lease,
-metrics read through the aggregation layer, /scale, /status, events) and must scale three
-Deployments, one per metric type: a Pods metric (40 requests/s, 10 per pod: 4 replicas), an
-External metric (30 offered requests/s, 10 per replica: 3) and CPU utilization (210 % of the
-request on one pod, target 50 %, capped at 3). Neither process may log an RBAC denial.
+The chart is rendered (Helm's engine, tests/delivery/chart.py) with SCENARIO_VALUES: the
+scenario's timings and the metrics it reads listed in ``controller.rbac`` (no ``*``). Only the
+rendered ServiceAccounts, ClusterRoles, Roles and bindings are applied. Then:
 
-Deviation from a cluster: both run as processes of this machine in the host network namespace;
-the adapter listens on the lab's host address, which the Service's EndpointSlice names (the lab's
-aggregation routing). The serving certificate comes from the lab's CA (`issue_serving_certificate`).
+- ``hpa adapter`` runs as ``hpa-system:hpa-adapter`` (tests/e2e/controller_lab.py ``start_adapter``
+  with the token's kubeconfig) behind the metrics APIServices;
+- ``hpa controller`` runs as ``hpa-system:hpa-controller`` with the container arguments of the
+  rendered Deployment (leader election on the chart's Lease ``hpa-system/hpa-controller``, the
+  sync period and stabilization window of the scenario), minus ``--port``;
+- the tests of tests/e2e/test_controller_scaling.py run unchanged against them, in this module's
+  namespace (their module constant NAMESPACE is set for the duration of this module): CPU
+  utilization up within a sync and down after the window, a Pods and an External metric, the
+  behavior policies, and the Prometheus outage;
+- afterwards neither process may have logged an RBAC denial, the controller must hold the Lease
+  and have recorded events, and requests with the controller's token through the aggregation
+  layer must be admitted for exactly the listed metric shapes (Pods, Object of a Deployment,
+  Object of a Namespace, External) and refused with 403 for others.
+
+tests/e2e/test_delivery_rbac_rules.py removes single rules from these objects and shows the
+controller fail. Deviation from a cluster: both processes run on this machine (the lab's
+aggregation routing), not as pods.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
-import socket
-import subprocess
-import sys
+import shutil
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.delivery.chart import RELEASE_NAMESPACE
+import tests.e2e.test_controller_scaling as scenario
+from tests.delivery.chart import RELEASE_NAMESPACE, render
 from tests.e2e.controller_lab import (
-    ADAPTER_API_VERSIONS,
+    ADAPTER_NAME,
+    ApiReader,
+    ObjectWatch,
     adapter_rules,
-    cpu_utilization_metric,
-    deployment_manifest,
-    hpa_manifest,
     offered_load_metric,
-    pods_metric,
+    start_adapter,
+    start_controller,
+    stop_adapter,
+)
+from tests.e2e.test_controller_scaling import (
+    BEHAVIOR_PERCENT,
+    BEHAVIOR_PODS,
+    Scaling,
+    _scale_up_only,
 )
 from tests.e2e.test_delivery import RBAC_KINDS, manifests, restricted_namespace, token_kubeconfig
-from tests.e2e.test_lab import exactly_ready
-from tests.lab import aggregation
-from tests.lab.lab import REPO_ROOT, Lab
-from tests.lab.load_model import WorkloadProfile
+from tests.lab.lab import Lab
+from tests.lab.process import Component
 
 pytestmark = pytest.mark.e2e
 
@@ -54,179 +70,258 @@ __all__ = ["restricted_namespace"]  # the fixture, shared with tests/e2e/test_de
 NAMESPACE = "e2e-delivery-rbac"
 ADAPTER = "hpa-adapter"
 CONTROLLER = "hpa-controller"
+CONTROLLER_COMPONENT = "hpa-controller-chart-rbac"
+"""The lab component's name (its log file is its own: the lab appends to a name's log)."""
 RBAC_DENIAL = f'is forbidden: User "system:serviceaccount:{RELEASE_NAMESPACE}:'
-TIMEOUT_SECONDS = 120.0
-# name -> (metric, requests/s offered, maxReplicas, replicas expected)
-WORKLOADS: dict[str, tuple[dict[str, Any], int, int, int]] = {
-    "web": (pods_metric("http_requests_per_second", "10"), 40, 5, 4),
-    "ext": (offered_load_metric("ext", "10"), 30, 5, 3),
-    "cpu": (cpu_utilization_metric(50), 20, 3, 3),
+PODS_METRIC = "http_requests_per_second"
+EXTERNAL_METRIC = "lab_workload_offered_load_rps"
+SCENARIO_VALUES: dict[str, Any] = {
+    "controller": {
+        "syncPeriod": f"{scenario.SYNC_SECONDS:g}s",
+        "downscaleStabilization": f"{scenario.STABILIZATION_SECONDS:g}s",
+        "rbac": {
+            # the scenario's Pods metric, and two Object-metric shapes the probe test reads
+            "customMetrics": [
+                f"pods/{PODS_METRIC}",
+                f"deployments.apps/{PODS_METRIC}",
+                f"namespaces/{PODS_METRIC}",
+            ],
+            "externalMetrics": [EXTERNAL_METRIC],
+        },
+    }
 }
 
 
-def free_port(address: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((address, 0))
-        port: int = probe.getsockname()[1]
-        return port
+def chart_rbac(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chart's ServiceAccounts, (Cluster)Roles and bindings rendered with ``values``."""
+    return [obj.body for obj in render(values) if obj.kind in RBAC_KINDS]
 
 
-@contextlib.contextmanager
-def running(argv: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-        try:
-            yield process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    if not path.exists():
-        return "(not started)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def test_controller_and_adapter_scale_on_every_metric_type_with_only_the_chart_rbac(
-    lab: Lab, restricted_namespace: str, tmp_path: Path
-) -> None:
-    assert lab.netns is not None
-    lab.apply([obj for obj in manifests() if obj["kind"] in RBAC_KINDS])
-    lab.kubectl("create", "namespace", NAMESPACE)
-    for name in WORKLOADS:
-        lab.add_workload(
-            WorkloadProfile(NAMESPACE, name, {"app": name}, cpu_per_request_milli=10), rps=0
-        )
-        lab.apply([deployment_manifest(name, NAMESPACE, replicas=1)])
-
-    address = lab.netns.host_ip
-    port = free_port(address)
-    cert, key = lab.issue_serving_certificate(ADAPTER, RELEASE_NAMESPACE)
-    rules = tmp_path / "config.yaml"
-    rules.write_text(adapter_rules(window_seconds=10))
-    adapter_log, controller_log = tmp_path / "adapter.log", tmp_path / "controller.log"
-    adapter_argv = [
-        sys.executable,
-        "-m",
-        "hpa",
-        "adapter",
-        f"--config={rules}",
-        f"--bind-address={address}",
-        f"--secure-port={port}",
-        f"--tls-cert-file={cert}",
-        f"--tls-private-key-file={key}",
-        f"--prometheus-url={lab.prometheus_url}",
-        "--metrics-relist-interval=5s",
-        f"--kubeconfig={token_kubeconfig(lab, ADAPTER, tmp_path)}",
-    ]
-    controller_argv = [
-        sys.executable,
-        "-m",
-        "hpa",
-        "controller",
-        f"--kubeconfig={token_kubeconfig(lab, CONTROLLER, tmp_path)}",
-        f"--leader-elect-resource-namespace={RELEASE_NAMESPACE}",
-        f"--leader-elect-resource-name={CONTROLLER}",
-        "--horizontal-pod-autoscaler-sync-period=2s",
-        "--port=0",
-    ]
-    registration = [
-        obj
-        for obj in aggregation.manifests(
-            name=ADAPTER,
-            namespace=RELEASE_NAMESPACE,
-            address=address,
-            target_port=port,
-            api_versions=ADAPTER_API_VERSIONS,
-            ca_path=lab.pki.ca.pair.cert_path,
-        )
-        if obj["kind"] != "Namespace"  # keeps the restricted namespace's labels
-    ]
-    api_services = [f"{version}.{group}" for group, version in ADAPTER_API_VERSIONS]
-    try:
-        with running(adapter_argv, adapter_log):
-            lab.apply(registration)
-            lab.wait_for(
-                lambda: all(lab.api_service_available(name) for name in api_services),
-                what=f"{api_services} Available (adapter log: {adapter_log})",
-                timeout_seconds=TIMEOUT_SECONDS,
-            )
-            for name, (_, rps, _, _) in WORKLOADS.items():
-                lab.set_load(NAMESPACE, name, rps)
-            metric = (
-                f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}"
-                "/pods/*/http_requests_per_second"
-            )
-            lab.wait_for(
-                lambda: bool(json.loads(lab.kubectl("get", "--raw", metric)).get("items")),
-                what=f"the adapter to serve {metric}",
-                timeout_seconds=TIMEOUT_SECONDS,
-            )
-            with running(controller_argv, controller_log):
-                lab.apply(
-                    [
-                        hpa_manifest(
-                            name, NAMESPACE, min_replicas=1, max_replicas=top, metrics=[spec]
-                        )
-                        for name, (spec, _, top, _) in WORKLOADS.items()
-                    ]
-                )
-                for name, (_, _, _, expected) in WORKLOADS.items():
-                    lab.wait_for(
-                        functools.partial(exactly_ready, lab, NAMESPACE, name, expected),
-                        what=f"the controller to scale {name} to {expected} Ready pods",
-                        timeout_seconds=TIMEOUT_SECONDS,
-                    )
-                    lab.wait_for(
-                        functools.partial(status_settled, lab, name, expected),
-                        what=f"{name}: status.currentReplicas {expected}, ScalingActive True",
-                        timeout_seconds=TIMEOUT_SECONDS,
-                    )
-                reasons = lab.kubectl(
-                    "get",
-                    "events",
-                    "-n",
-                    NAMESPACE,
-                    "--field-selector=involvedObject.kind=HorizontalPodAutoscaler",
-                    "-o",
-                    "jsonpath={.items[*].reason}",
-                ).split()
-                assert "SuccessfulRescale" in reasons
-                holder = lab.kubectl(
-                    "get",
-                    "lease",
-                    CONTROLLER,
-                    "-n",
-                    RELEASE_NAMESPACE,
-                    "-o",
-                    "jsonpath={.spec.holderIdentity}",
-                )
-                assert holder
-            forbidden = [
-                line
-                for path in (adapter_log, controller_log)
-                for line in path.read_text(errors="replace").splitlines()
-                if RBAC_DENIAL in line
-            ]
-            assert forbidden == []
-    except Exception as error:
-        logs = f"controller log:\n{tail(controller_log)}\n\nadapter log:\n{tail(adapter_log)}"
-        raise AssertionError(logs) from error
-    finally:
-        for name in WORKLOADS:
-            lab.set_load(NAMESPACE, name, 0)
-        lab.kubectl("delete", "apiservice", *api_services, "--ignore-not-found")
-        lab.kubectl("delete", "hpa", "--all", "-n", NAMESPACE, "--ignore-not-found")
-
-
-def status_settled(lab: Lab, name: str, replicas: int) -> bool:
-    status = lab.kubectl_json("get", "hpa", name, "-n", NAMESPACE).get("status", {})
-    conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
-    return bool(
-        conditions.get("ScalingActive") == "True" and status.get("currentReplicas") == replicas
+def controller_flags(values: dict[str, Any]) -> list[str]:
+    """The controller container's arguments of the rendered Deployment, without the subcommand
+    and ``--port`` (start_controller disables the HTTP endpoint)."""
+    deployment = next(
+        obj.body
+        for obj in render(values)
+        if obj.kind == "Deployment" and obj.name == "hpa-controller"
     )
+    args = [str(arg) for arg in deployment["spec"]["template"]["spec"]["containers"][0]["args"]]
+    assert args[0] == "controller"
+    return [arg for arg in args[1:] if not arg.startswith("--port=")]
+
+
+def restore_default_rbac(lab: Lab) -> None:
+    """Back to manifests/hpa.yaml's RBAC (the allow-lists of tests/e2e/test_delivery.py)."""
+    lab.apply([obj for obj in manifests() if obj["kind"] in RBAC_KINDS])
+
+
+def kubeconfig_token(path: Path) -> str:
+    config = yaml.safe_load(path.read_text())
+    return str(config["users"][0]["user"]["token"])
+
+
+@dataclass(frozen=True)
+class Identities:
+    adapter: Path
+    controller: Path
+
+
+@pytest.fixture(scope="module")
+def identities(
+    lab: Lab, restricted_namespace: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Identities]:
+    lab.apply(chart_rbac(SCENARIO_VALUES))
+    work = tmp_path_factory.mktemp("delivery-rbac-tokens")
+    try:
+        yield Identities(
+            adapter=token_kubeconfig(lab, ADAPTER, work),
+            controller=token_kubeconfig(lab, CONTROLLER, work),
+        )
+    finally:
+        restore_default_rbac(lab)
+
+
+@dataclass
+class ChartScaling(Scaling):
+    """The scenario's ``Scaling`` plus the adapter, whose log is checked afterwards."""
+
+    adapter: Component
+    adapter_log_offset: int
+
+    def forbidden_lines(self) -> list[str]:
+        """Log lines of this module's adapter and controller that report an RBAC denial."""
+        logs = [
+            log_since(self.adapter.log_path, self.adapter_log_offset),
+            log_since(self.controller.log_path, 0),
+        ]
+        return [line for text in logs for line in text.splitlines() if RBAC_DENIAL in line]
+
+
+def log_since(path: Path, offset: int) -> str:
+    """The part of a component's log written after ``offset`` (the lab appends per name)."""
+    with path.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
+
+
+def log_size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def scaling(
+    lab: Lab, identities: Identities, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ChartScaling]:
+    """tests/e2e/test_controller_scaling.py's ``scaling`` with the chart's identities: the same
+    adapter rules and timings, the two behavior workloads started with the module (their
+    policies are what test_behavior_policies_bound_the_steps reads), the controller's flags
+    from the chart."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scenario, "NAMESPACE", NAMESPACE)
+        lab.kubectl("create", "namespace", NAMESPACE)
+        adapter_log_offset = log_size(lab.group.log_dir / f"{ADAPTER_NAME}.log")
+        adapter = start_adapter(
+            lab,
+            tmp_path_factory.mktemp("delivery-rbac-adapter"),
+            rules=adapter_rules(window_seconds=scenario.WINDOW_SECONDS),
+            relist_interval="2s",
+            kubeconfig=identities.adapter,
+        )
+        reader = ApiReader(lab)
+        deployments = ObjectWatch(
+            reader, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+        ).start()
+        hpas = ObjectWatch(
+            reader, f"/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers"
+        ).start()
+        lab.kubectl("delete", "lease", CONTROLLER, "-n", RELEASE_NAMESPACE, "--ignore-not-found")
+        controller = start_controller(
+            lab,
+            CONTROLLER_COMPONENT,
+            kubeconfig=identities.controller,
+            flags=controller_flags(SCENARIO_VALUES),
+        )
+        scaling = ChartScaling(
+            lab,
+            reader,
+            deployments,
+            hpas,
+            controller,
+            time.monotonic(),
+            adapter=adapter,
+            adapter_log_offset=adapter_log_offset,
+        )
+        scaling.add(
+            BEHAVIOR_PODS,
+            metrics=[offered_load_metric(BEHAVIOR_PODS, "10")],
+            max_replicas=10,
+            behavior=_scale_up_only({"type": "Pods", "value": 4, "periodSeconds": 60}),
+            rps=100,
+        )
+        scaling.add(
+            BEHAVIOR_PERCENT,
+            metrics=[offered_load_metric(BEHAVIOR_PERCENT, "10")],
+            max_replicas=8,
+            behavior=_scale_up_only({"type": "Percent", "value": 100, "periodSeconds": 15}),
+            rps=80,
+        )
+        try:
+            yield scaling
+        finally:
+            deployments.stop()
+            hpas.stop()
+            if controller.name in lab.group.components:
+                lab.group.end(controller.name)
+            stop_adapter(lab, adapter)
+            # kept with pytest's temporary directories after the lab is gone
+            logs = tmp_path_factory.mktemp("delivery-rbac-logs")
+            shutil.copy(controller.log_path, logs / "controller.log")
+            (logs / "adapter.log").write_text(log_since(adapter.log_path, adapter_log_offset))
+            lab.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+# The scenario's tests, collected again here against this module's `scaling`, in their own
+# module's order (the behavior policies run in the background of the first two; the outage last).
+test_cpu_step_scales_up_within_a_sync_and_down_after_the_window = (
+    scenario.test_cpu_step_scales_up_within_a_sync_and_down_after_the_window
+)
+test_pods_and_external_metrics_drive_their_workloads = (
+    scenario.test_pods_and_external_metrics_drive_their_workloads
+)
+test_behavior_policies_bound_the_steps = scenario.test_behavior_policies_bound_the_steps
+test_prometheus_outage_mid_ramp_freezes_without_scaling_down = (
+    scenario.test_prometheus_outage_mid_ramp_freezes_without_scaling_down
+)
+
+
+def test_no_rbac_denial_and_the_controller_led_and_recorded_events(
+    scaling: ChartScaling,
+) -> None:
+    lab = scaling.lab
+    assert scaling.forbidden_lines() == [], scaling.failure("an RBAC denial in the logs")
+    holder = lab.kubectl(
+        "get", "lease", CONTROLLER, "-n", RELEASE_NAMESPACE, "-o", "jsonpath={.spec.holderIdentity}"
+    )
+    assert holder, "the controller does not hold the chart's Lease"
+    reasons = lab.kubectl(
+        "get",
+        "events",
+        "-n",
+        NAMESPACE,
+        "--field-selector=involvedObject.kind=HorizontalPodAutoscaler",
+        "-o",
+        "jsonpath={.items[*].reason}",
+    ).split()
+    assert "SuccessfulRescale" in reasons
+
+
+def token_get(lab: Lab, token: str, path: str) -> tuple[int, str]:
+    """GET ``path`` from kube-apiserver with ``token``: (status code, body)."""
+    context = ssl.create_default_context(cafile=str(lab.pki.ca.pair.cert_path))
+    request = urllib.request.Request(  # noqa: S310 - the lab's https URL
+        f"{lab.server_url}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=20) as answer:  # noqa: S310
+            return int(answer.status), bytes(answer.read()).decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), bytes(error.read()).decode()
+
+
+def probes() -> list[tuple[str, bool]]:
+    """Requests shaped as the controller makes them (hpa/metrics/custom.py, external.py), and
+    whether the chart's rules for SCENARIO_VALUES admit them."""
+    custom = f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}"
+    external = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}"
+    selector = "?" + urllib.parse.urlencode({"labelSelector": "app=rps-web"})
+    return [
+        (f"{custom}/pods/*/{PODS_METRIC}{selector}", True),
+        (f"{custom.replace('v1beta2', 'v1beta1')}/pods/*/{PODS_METRIC}{selector}", True),
+        (f"{custom}/deployments.apps/rps-web/{PODS_METRIC}", True),
+        (f"{custom}/metrics/{PODS_METRIC}", True),
+        (f"{external}/{EXTERNAL_METRIC}?labelSelector=workload%3Dext-web", True),
+        (f"{custom}/pods/*/http_requests_total{selector}", False),
+        (f"{custom}/services/rps-web/{PODS_METRIC}", False),
+        (f"{custom}/metrics/http_requests_total", False),
+        (f"{external}/http_requests_total", False),
+    ]
+
+
+def test_the_controller_token_reads_exactly_the_listed_metrics(
+    scaling: Scaling, identities: Identities
+) -> None:
+    token = kubeconfig_token(identities.controller)
+    answers = {path: token_get(scaling.lab, token, path) for path, _ in probes()}
+    wrong = {
+        path: answers[path]
+        for path, admitted in probes()
+        if (answers[path][0] != 403) is not admitted
+    }
+    assert wrong == {}
+    code, body = answers[probes()[0][0]]
+    assert code == 200
+    assert json.loads(body)["items"], "the listed Pods metric answers with values"
+    code, body = answers[probes()[4][0]]
+    assert code == 200
+    assert json.loads(body)["items"], "the listed External metric answers with values"
+    assert "forbidden" in answers[probes()[-1][0]][1]
