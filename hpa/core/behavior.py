@@ -142,16 +142,37 @@ def stabilize_recommendation(
 
     The proposal overwrites the *last* entry older than the window, else it is appended.
     """
+    stabilized, new_recommendations, _ = _stabilize(
+        recommendations,
+        prenormalized_desired_replicas,
+        downscale_stabilization_window_seconds=downscale_stabilization_window_seconds,
+        now=now,
+    )
+    return stabilized, new_recommendations
+
+
+def _stabilize(
+    recommendations: Recommendations,
+    prenormalized_desired_replicas: int,
+    *,
+    downscale_stabilization_window_seconds: float,
+    now: datetime,
+) -> tuple[int, Recommendations, tuple[int, ...]]:
+    """:func:`stabilize_recommendation`, plus the in-window values (one pass)."""
     max_recommendation = prenormalized_desired_replicas
     old_sample_index = -1
     cutoff = now - _seconds(downscale_stabilization_window_seconds)
+    window: list[int] = []
     for index, rec in enumerate(recommendations):
         if rec.timestamp < cutoff:
             old_sample_index = index
-        elif rec.recommendation > max_recommendation:
-            max_recommendation = rec.recommendation
+            continue
+        value = rec.recommendation
+        window.append(value)
+        if value > max_recommendation:
+            max_recommendation = value
     entry = TimestampedRecommendation(prenormalized_desired_replicas, now)
-    return max_recommendation, _record(recommendations, old_sample_index, entry)
+    return max_recommendation, _record(recommendations, old_sample_index, entry), tuple(window)
 
 
 def calculate_scale_up_limit(
@@ -225,9 +246,7 @@ def normalize_desired_replicas(
     now: datetime,
 ) -> Normalization:
     """``normalizeDesiredReplicas``: stabilization, then ``convertDesiredReplicasWithRules``."""
-    cutoff = now - _seconds(downscale_stabilization_window_seconds)
-    window = tuple(r.recommendation for r in recommendations if not r.timestamp < cutoff)
-    stabilized, new_recommendations = stabilize_recommendation(
+    stabilized, new_recommendations, window = _stabilize(
         recommendations,
         prenormalized_desired_replicas,
         downscale_stabilization_window_seconds=downscale_stabilization_window_seconds,
@@ -306,20 +325,37 @@ def _stabilize_with_behaviors(
     down_cutoff = now - _seconds(args.scale_down_behavior.stabilization_window_seconds or 0)
     old_sample_index = -1
     window: list[int] = []
-    for index, rec in enumerate(recommendations):
-        timestamp = rec.timestamp
-        after_up = timestamp > up_cutoff
-        after_down = timestamp > down_cutoff
-        if after_up or after_down:
-            value = rec.recommendation
-            window.append(value)
-            if after_up and value < up_recommendation:
-                up_recommendation = value
-            if after_down and value > down_recommendation:
-                down_recommendation = value
-        elif timestamp != up_cutoff and timestamp != down_cutoff:
-            # Before(upCutoff) && Before(downCutoff)
-            old_sample_index = index
+    append = window.append
+    if up_cutoff >= down_cutoff:
+        # the usual case (up window no longer than the down window): after the up cutoff implies
+        # after the down cutoff, so most entries need one comparison to be placed
+        for index, rec in enumerate(recommendations):
+            timestamp = rec.timestamp
+            if timestamp > down_cutoff:
+                value = rec.recommendation
+                append(value)
+                if value > down_recommendation:
+                    down_recommendation = value
+                if value < up_recommendation and timestamp > up_cutoff:
+                    up_recommendation = value
+            elif timestamp != down_cutoff and timestamp != up_cutoff:
+                # Before(upCutoff) && Before(downCutoff)
+                old_sample_index = index
+    else:
+        for index, rec in enumerate(recommendations):
+            timestamp = rec.timestamp
+            after_up = timestamp > up_cutoff
+            after_down = timestamp > down_cutoff
+            if after_up or after_down:
+                value = rec.recommendation
+                append(value)
+                if after_up and value < up_recommendation:
+                    up_recommendation = value
+                if after_down and value > down_recommendation:
+                    down_recommendation = value
+            elif timestamp != up_cutoff and timestamp != down_cutoff:
+                # Before(upCutoff) && Before(downCutoff)
+                old_sample_index = index
 
     recommendation = args.current_replicas
     if recommendation < up_recommendation:

@@ -281,7 +281,31 @@ class Decision:
 def tolerances_for_hpa(
     behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
 ) -> Tolerances:
-    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on."""
+    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on.
+
+    Memoized by the identity of both arguments, which a controller passes again on every
+    reconcile of an HPA (the cached arguments are kept, so an identity cannot be reused)."""
+    key = (id(behavior), id(settings))
+    hit = _tolerances_by_identity.get(key)
+    if hit is not None and hit[0] is behavior and hit[1] is settings:
+        return hit[2]
+    tolerances = _tolerances_for_hpa(behavior, settings)
+    if len(_tolerances_by_identity) >= _TOLERANCES_CACHE_SIZE:
+        _tolerances_by_identity.clear()
+    _tolerances_by_identity[key] = (behavior, settings, tolerances)
+    return tolerances
+
+
+_TOLERANCES_CACHE_SIZE = 1024
+_tolerances_by_identity: dict[
+    tuple[int, int],
+    tuple[HorizontalPodAutoscalerBehavior | None, HorizontalSettings, Tolerances],
+] = {}
+
+
+def _tolerances_for_hpa(
+    behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
+) -> Tolerances:
     scale_down = scale_up = settings.tolerance
     if behavior is not None and settings.configurable_tolerance_enabled:
         if behavior.scale_down is not None and behavior.scale_down.tolerance is not None:

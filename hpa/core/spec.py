@@ -373,11 +373,36 @@ class ResolvedRules:
         object.__setattr__(self, "scale_down_stabilization_window_seconds", down or 0)
 
 
-@functools.lru_cache(maxsize=1024)
+_RESOLVED_CACHE_SIZE = 1024
+_resolved_by_identity: dict[
+    tuple[int, int], tuple[HorizontalPodAutoscalerBehavior, HorizontalSettings, ResolvedRules]
+] = {}
+
+
 def resolve_behavior(
     behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
 ) -> ResolvedRules:
-    """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized)."""
+    """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized).
+
+    A controller passes the same two objects on every reconcile of an HPA, so the memo is looked
+    up by identity first (hashing the nested frozen values costs more than resolving them); the
+    cached objects are kept with the result, so an identity cannot be reused while it is cached.
+    """
+    key = (id(behavior), id(settings))
+    hit = _resolved_by_identity.get(key)
+    if hit is not None and hit[0] is behavior and hit[1] is settings:
+        return hit[2]
+    rules = _resolve_behavior(behavior, settings)
+    if len(_resolved_by_identity) >= _RESOLVED_CACHE_SIZE:
+        _resolved_by_identity.clear()
+    _resolved_by_identity[key] = (behavior, settings, rules)
+    return rules
+
+
+@functools.lru_cache(maxsize=_RESOLVED_CACHE_SIZE)
+def _resolve_behavior(
+    behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
+) -> ResolvedRules:
     scale_up = generate_scale_up_rules(behavior.scale_up)
     scale_down = generate_scale_down_rules(behavior.scale_down)
     if scale_down.stabilization_window_seconds is None:
