@@ -193,7 +193,10 @@ async def _serve(
     pods: Informer[PodRecord] = Informer(kube, "/api/v1/pods", parse=parse_pod, clock=clock)
     nodes: Informer[NodeRecord] = Informer(kube, "/api/v1/nodes", parse=parse_node, clock=clock)
     lister = InformerObjectLister.from_informers(pods, nodes)
-    value_settings = ValueSettings(query_timeout_seconds=settings.prometheus_query_timeout_seconds)
+    value_settings = ValueSettings(
+        max_sample_age_seconds=settings.max_sample_age_seconds or None,
+        query_timeout_seconds=settings.prometheus_query_timeout_seconds,
+    )
 
     def build(config: RuleConfig, provider_registry: CollectorRegistry) -> MetricProviders:
         return build_providers(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
+from adapter.providers.values import MAX_DEFAULT_SAMPLE_AGE_SECONDS
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
@@ -80,6 +81,9 @@ class Settings:
         ``--metrics-relist-interval``).
       metrics_max_age_seconds: how far back series are listed (seconds; None means the relist
         interval, ``--metrics-max-age``).
+      max_sample_age_seconds: a custom or external value whose newest raw sample is older is
+        missing (seconds, default 60, i.e. 2 x a 30 s scrape interval; 0 turns the check and its
+        staleness probe off; ``--max-sample-age``, ours: docs/adapter-values.md).
     Debugging:
       debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
       log_level: structlog JSON lines at this level and above (default ``info``; ``debug`` logs
@@ -120,12 +124,15 @@ class Settings:
     prometheus_query_timeout_seconds: float = 30.0
     metrics_relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS
     metrics_max_age_seconds: float | None = None
+    max_sample_age_seconds: float = MAX_DEFAULT_SAMPLE_AGE_SECONDS
     debug_endpoints: bool = True
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     def __post_init__(self) -> None:
         if not 0 < self.authorization_cache_ttl_seconds <= 10:
             raise ValueError("authorization_cache_ttl_seconds must be in (0, 10]")
+        if self.max_sample_age_seconds < 0:
+            raise ValueError("max_sample_age_seconds must not be negative")
         if self.authentication_cache_ttl_seconds < 0:
             raise ValueError("authentication_cache_ttl_seconds must not be negative")
         if self.metrics_relist_interval_seconds <= 0:
@@ -226,6 +233,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=d.metrics_relist_interval_seconds,
     )
     p("--metrics-max-age", type=parse_go_duration_seconds, default=None)
+    p(
+        "--max-sample-age",
+        type=parse_go_duration_seconds,
+        default=d.max_sample_age_seconds,
+        help="values whose newest raw sample is older are missing (0s: no staleness check)",
+    )
     p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
     p("--log-level", choices=("debug", "info", "warning", "error"), default=d.log_level)
 
@@ -265,6 +278,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         prometheus_query_timeout_seconds=args.prometheus_query_timeout,
         metrics_relist_interval_seconds=args.metrics_relist_interval,
         metrics_max_age_seconds=args.metrics_max_age,
+        max_sample_age_seconds=args.max_sample_age,
         debug_endpoints=args.debug_endpoints,
         log_level=args.log_level,
     )

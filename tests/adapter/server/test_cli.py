@@ -21,7 +21,13 @@ import yaml
 from adapter.server.cli import configure_logging, prometheus_connection, serve
 from adapter.server.settings import Settings, parse_go_duration_seconds, settings_from_args
 from hpa.cli import build_parser
-from tests.adapter.providers.scenario import EVAL_SECONDS, RULES, SERIES_BY_MATCH, Tables
+from tests.adapter.providers.scenario import (
+    EVAL_SECONDS,
+    RULES,
+    SERIES_BY_MATCH,
+    Tables,
+    merged_parts,
+)
 from tests.adapter.server.tlsserver import client_context, configmap_for, create_test_pki
 from tests.fakes.kubeauth import FakeKubeAuth
 from tests.fakes.prometheus import FakePrometheus
@@ -44,9 +50,11 @@ def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) ->
             "--lister-kubeconfig=/kube/config",
             "--prometheus-header=X-Scope-OrgID=tenant-a",
             "--authorization-webhook-cache-ttl=5s",
+            "--max-sample-age=30s",
         ]
     )
     settings = settings_from_args(args)
+    assert settings.max_sample_age_seconds == 30.0
     assert settings.config == Path("/etc/adapter/config.yaml")
     assert settings.metrics_relist_interval_seconds == 60.0
     assert settings.metrics_max_age_seconds == 330.0
@@ -59,6 +67,7 @@ def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) ->
         settings.secure_port = 1  # type: ignore[misc]
     alias = build_parser().parse_args(["adapter", "--config=c", "--kubeconfig=/k"])
     assert settings_from_args(alias).kubeconfig == Path("/k")
+    assert settings_from_args(alias).max_sample_age_seconds == 60.0  # 2 x a 30 s scrape
     explain = build_parser().parse_args(["adapter", "explain", "/apis/x", "--config=c"])
     assert explain.path == "/apis/x"
     assert explain.handler.__name__ == "main_explain"
@@ -182,9 +191,12 @@ async def _eventually(check: Callable[[], Any], *, attempts: int = 600) -> Any:
     raise AssertionError("condition not reached")
 
 
+@pytest.mark.parametrize("max_sample_age_seconds", [60.0, 0.0])
 async def test_the_adapter_process_serves_through_front_proxy_authentication(
-    tmp_path: Path,
+    tmp_path: Path, max_sample_age_seconds: float
 ) -> None:
+    """... and ``--max-sample-age`` reaches the providers: 0 sends the bare value query, else
+    the value query merged with its staleness probe."""
     pki = create_test_pki(tmp_path / "pki")
     config = tmp_path / "config.yaml"
     config.write_text(RULES)
@@ -210,6 +222,7 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
             kubeconfig=_kubeconfig(tmp_path / "kubeconfig", kube.url),
             prometheus_url=prometheus.url,
             config_check_interval_seconds=3600.0,  # only SIGHUP can reload within the test
+            max_sample_age_seconds=max_sample_age_seconds,
         )
         stop = asyncio.Event()
         port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -262,5 +275,9 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
     assert "prometheus_adapter_relists_total" in metrics_text
     assert "hpa_adapter_config_last_reload_successful 1.0" in metrics_text
     assert refused == 403
+    value_queries = [q for q in prometheus.queries() if "http_requests_total{" in q]
+    assert value_queries
+    merged = [merged_parts(q) is not None for q in value_queries]
+    assert all(merged) if max_sample_age_seconds else not any(merged)
     assert kube.configmap_reads >= 1
     assert "pods/http_requests_per_second" not in renamed_names  # SIGHUP reloaded the rules
