@@ -29,6 +29,9 @@ external metrics            ext: ScalingActive=False/FailedGetExternalMetric, "f
 Lease get, update (Role)    never leader: no HPA gets a status
 Lease create (Role)         never leader: no HPA gets a status
 ==========================  ===============================================================
+
+Last, ``controller.metricsSource: inprocess``: the chart renders no metrics-API rule at all, and
+the controller, reading the adapter's rules and Prometheus itself, reaches the baseline's outcome.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -418,6 +422,20 @@ def workloads(
         lab.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
 
 
+def fresh_hpas(lab: Lab) -> None:
+    """The three Deployments back at 1 replica under new HPAs; no events, no Lease."""
+    lab.kubectl("delete", "hpa", "--all", "-n", NAMESPACE, "--wait=true")
+    lab.kubectl("delete", "events", "--all", "-n", NAMESPACE)
+    lab.kubectl("delete", "lease", CONTROLLER, "-n", RELEASE_NAMESPACE, "--ignore-not-found")
+    lab.kubectl("scale", "deployment", *WORKLOADS, "-n", NAMESPACE, "--replicas=1")
+    lab.apply(
+        [
+            hpa_manifest(name, NAMESPACE, min_replicas=1, max_replicas=5, metrics=[spec])
+            for name, (spec, _) in WORKLOADS.items()
+        ]
+    )
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_without_the_rule_the_controller_fails_where_it_is_used(
     lab: Lab, identities: Identities, workloads: ApiReader, case: Case
@@ -433,16 +451,7 @@ def test_without_the_rule_the_controller_fails_where_it_is_used(
         what="SubjectAccessReviews to deny exactly the removed rule's request",
         timeout_seconds=30,
     )
-    lab.kubectl("delete", "hpa", "--all", "-n", NAMESPACE, "--wait=true")
-    lab.kubectl("delete", "events", "--all", "-n", NAMESPACE)
-    lab.kubectl("delete", "lease", CONTROLLER, "-n", RELEASE_NAMESPACE, "--ignore-not-found")
-    lab.kubectl("scale", "deployment", *WORKLOADS, "-n", NAMESPACE, "--replicas=1")
-    lab.apply(
-        [
-            hpa_manifest(name, NAMESPACE, min_replicas=1, max_replicas=5, metrics=[spec])
-            for name, (spec, _) in WORKLOADS.items()
-        ]
-    )
+    fresh_hpas(lab)
     controller = start_controller(
         lab,
         f"hpa-controller-without-{case.id}",
@@ -451,5 +460,43 @@ def test_without_the_rule_the_controller_fails_where_it_is_used(
     )
     try:
         case.check(Run(lab, workloads, controller))
+    finally:
+        lab.group.end(controller.name)
+
+
+def test_inprocess_controller_scales_on_every_metric_type_without_metrics_api_rules(
+    lab: Lab, identities: Identities, workloads: ApiReader, tmp_path: Path
+) -> None:
+    """``controller.metricsSource: inprocess``: the chart renders no rule for metrics.k8s.io,
+    custom.metrics.k8s.io or external.metrics.k8s.io, and the controller, on its token with the
+    rendered arguments, reads the adapter's rules and Prometheus itself: the baseline's outcome
+    (ext at 3, all three HPAs ScalingActive=True, an event, no RBAC denial)."""
+    values = copy.deepcopy(RULE_VALUES)
+    values["controller"]["metricsSource"] = "inprocess"
+    lab.apply(chart_rbac(values))
+    metric_reads = [
+        case.access for case in CASES if case.id.endswith("-metrics") and case.access is not None
+    ]
+    assert len(metric_reads) == 3
+    lab.wait_for(
+        lambda: not any(controller_may(lab, access) for access in metric_reads),
+        what="SubjectAccessReviews to deny every metrics API read",
+        timeout_seconds=30,
+    )
+    fresh_hpas(lab)
+    rules = tmp_path / "config.yaml"
+    rules.write_text(adapter_rules(window_seconds=5))
+    flags = [
+        *controller_flags(values),  # --metrics-source=inprocess --config=/etc/... (in-cluster)
+        f"--config={rules}",
+        f"--prometheus-url={lab.prometheus_url}",
+        "--metrics-relist-interval=2s",
+    ]
+    assert "--metrics-source=inprocess" in flags
+    controller = start_controller(
+        lab, "hpa-controller-inprocess", kubeconfig=identities.controller, flags=flags
+    )
+    try:
+        check_baseline(Run(lab, workloads, controller))
     finally:
         lab.group.end(controller.name)
