@@ -41,6 +41,25 @@ async def test_pods_for_selector_answers_names_in_the_namespace() -> None:
     assert await lister.pods_for_selector("z", "") == []
 
 
+async def test_remembered_pod_names_follow_every_change_in_the_namespace() -> None:
+    pods: Store[PodRecord] = Store()
+    pods.put("x/web-1", _pod("x", "web-1", labels={"app": "web"}))
+    lister = InformerObjectLister(pods)
+    assert await lister.pods_for_selector("x", "app=web") == ["web-1"]
+    pods.put("x/web-2", _pod("x", "web-2", labels={"app": "web"}))
+    assert await lister.pods_for_selector("x", "app=web") == ["web-1", "web-2"]
+    pods.put("x/web-1", _pod("x", "web-1", labels={"app": "old"}))  # relabelled
+    assert await lister.pods_for_selector("x", "app=web") == ["web-2"]
+    pods.put("y/web-3", _pod("y", "web-3", labels={"app": "web"}))  # another namespace
+    assert await lister.pods_for_selector("x", "app=web") == ["web-2"]
+    pods.delete("x/web-2")
+    assert await lister.pods_for_selector("x", "app=web") == []
+    returned = await lister.pods_for_selector("y", "app=web")
+    assert isinstance(returned, list)
+    returned.append("mutated")  # the caller's copy
+    assert await lister.pods_for_selector("y", "app=web") == ["web-3"]
+
+
 async def test_list_pods_across_namespaces_with_labels() -> None:
     listed = await _lister().list_pods(None, "app=web")
     assert [(p.namespace, p.name) for p in listed] == [
