@@ -43,7 +43,7 @@ from hpa.core.quantity import QuantityError
 from hpa.core.replicas import PodMetric
 from hpa.metrics.duration import DurationError
 from hpa.metrics.transport import JsonGetter, error_text
-from hpa.metrics.values import is_quantity, milli_value, window_seconds
+from hpa.metrics.values import milli_value, milli_value_or_none, window_seconds
 
 __all__ = [
     "RESOURCE_METRICS_PREFIX",
@@ -145,17 +145,23 @@ def _fast_window(text: object) -> float:
         raise _IrregularError from error
 
 
-def _fast_usage(container: object) -> dict[str, Any]:
-    """A container's ``usage`` with every quantity checked (as decoding the list would)."""
-    if type(container) is not dict or type(container.get("name", "")) is not str:
+def _fast_container(container: object, resource: str) -> tuple[str, int | None]:
+    """A container's name and its ``usage[resource]`` in milli-units (``None``: absent), every
+    quantity of its ``usage`` checked once (as decoding the list would)."""
+    if type(container) is not dict:
         raise _IrregularError
+    name = container.get("name", "")
     usage = container.get("usage", _NO_USAGE)
-    if type(usage) is not dict:
+    if type(name) is not str or type(usage) is not dict:
         raise _IrregularError
-    for value in usage.values():
-        if not is_quantity(value):
+    found: int | None = None
+    for key, value in usage.items():
+        milli = milli_value_or_none(value)
+        if milli is None:
             raise _IrregularError
-    return usage
+        if key == resource:
+            found = milli
+    return name, found
 
 
 def shape_raw_pod_metrics(
@@ -189,28 +195,23 @@ def shape_raw_pod_metrics(
         if index == 0:
             first_timestamp = timestamp
         window = _fast_window(item.get("window", ""))
-        usages = [_fast_usage(entry) for entry in containers]
+        values = [_fast_container(entry, resource) for entry in containers]
         if container:
-            found = next(
-                (u for u, c in zip(usages, containers, strict=True) if c.get("name") == container),
-                None,
-            )
-            if found is None:
-                raise _IrregularError  # the validating path words the error
-            value = found.get(resource)
-            if value is not None:
+            named = [value for entry_name, value in values if entry_name == container]
+            if not named:
+                raise _IrregularError  # no such container: the validating path words the error
+            if named[0] is not None:
                 shaped[name] = PodMetric(
-                    value_milli=milli_value(value), timestamp=timestamp, window_seconds=window
+                    value_milli=named[0], timestamp=timestamp, window_seconds=window
                 )
             continue
-        if not usages:
+        if not values:
             continue
         total = 0
-        for usage in usages:
-            value = usage.get(resource)
+        for _, value in values:
             if value is None:
                 break
-            total += milli_value(value)
+            total += value
         else:
             shaped[name] = PodMetric(value_milli=total, timestamp=timestamp, window_seconds=window)
     return shaped, first_timestamp, len(items)

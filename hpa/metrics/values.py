@@ -23,7 +23,7 @@ import re
 from hpa.core.quantity import parse_quantity
 from hpa.metrics.duration import parse_duration_seconds
 
-__all__ = ["is_quantity", "milli_value", "window_seconds"]
+__all__ = ["is_quantity", "milli_value", "milli_value_or_none", "window_seconds"]
 
 _MAX_INT64 = 2**63 - 1
 _PLAIN = re.compile(r"([0-9]{1,19})(n|u|m|k|M|G|T|Ki|Mi|Gi|Ti)?")
@@ -54,6 +54,22 @@ def milli_value(text: str) -> int:
         if value <= _MAX_INT64:
             return value
     return parse_quantity(text).milli_value()
+
+
+def milli_value_or_none(text: object) -> int | None:
+    """:func:`milli_value`, or ``None`` when ``text`` is not a quantity string."""
+    match = _PLAIN.fullmatch(text) if type(text) is str else None
+    if match is not None:
+        numerator, denominator = _MILLI_PER_UNIT[match.group(2)]
+        value = -(-int(match.group(1)) * numerator // denominator)
+        if value <= _MAX_INT64:
+            return value
+    if type(text) is not str:
+        return None
+    try:
+        return parse_quantity(text).milli_value()
+    except ValueError:
+        return None
 
 
 def is_quantity(text: object) -> bool:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hpa.core.quantity import QuantityError, parse_quantity
 from hpa.metrics.duration import DurationError
-from hpa.metrics.values import is_quantity, milli_value, window_seconds
+from hpa.metrics.values import is_quantity, milli_value, milli_value_or_none, window_seconds
 
 SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
 
@@ -37,6 +37,7 @@ other = st.one_of(
 @hypothesis.given(st.one_of(plain, other))
 def test_milli_value_is_parse_quantity_milli_value(text: str) -> None:
     expected = exact(text)
+    assert milli_value_or_none(text) == expected
     if expected is None:
         with pytest.raises(QuantityError):
             milli_value(text)
@@ -63,6 +64,7 @@ def test_metrics_server_forms(text: str, milli: int) -> None:
 
 def test_a_number_is_not_a_quantity_string() -> None:
     assert not is_quantity(5)
+    assert milli_value_or_none(5) is None
     with pytest.raises(TypeError):
         milli_value(5)  # type: ignore[arg-type]
 
