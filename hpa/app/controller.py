@@ -113,6 +113,7 @@ __all__ = [
     "LeaseLostError",
     "add_flags",
     "build_app",
+    "client_settings",
     "from_args",
     "main",
 ]
@@ -281,15 +282,25 @@ class InformerPodLister:
     """``PodLister`` over the pod informer's store (converted once per resourceVersion).
 
     Pods of one template share their converted containers and Ready condition (the records
-    already share their sources), so 100,000 converted pods hold a few thousand copies."""
+    already share their sources), so 100,000 converted pods hold a few thousand copies. The
+    answer for one namespace and selector is kept until a pod of that namespace changes
+    (``Store.namespace_version``), so a steady reconcile lists its pods with one lookup."""
 
-    def __init__(self, store: Store[PodRecord], *, max_shared: int = 65536) -> None:
+    def __init__(
+        self, store: Store[PodRecord], *, max_shared: int = 65536, max_lists: int = 65536
+    ) -> None:
         self._store = store
         self._cache: dict[str, dict[str, tuple[str, ListedPod]]] = {}
         self._shared: dict[Any, Any] = {}
         self._max_shared = max_shared
+        self._lists: dict[tuple[str, Selector], tuple[int, tuple[ListedPod, ...]]] = {}
+        self._max_lists = max_lists
 
     def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+        version = self._store.namespace_version(namespace)
+        known = self._lists.get((namespace, selector))
+        if known is not None and known[0] == version:
+            return known[1]
         listed: list[ListedPod] = []
         cache = self._cache.setdefault(namespace, {})
         for record in self._store.select(namespace, selector):
@@ -298,7 +309,11 @@ class InformerPodLister:
                 cached = (record.resource_version, self._convert(record))
                 cache[record.name] = cached
             listed.append(cached[1])
-        return listed
+        if len(self._lists) >= self._max_lists:
+            self._lists.clear()  # selectors of deleted HPAs go too; live ones come back
+        answer = tuple(listed)
+        self._lists[namespace, selector] = (version, answer)
+        return answer
 
     def _share(self, key: Any, value: Any, *, keep: Any = None) -> Any:
         """The value stored under ``key`` (with ``keep``, which keeps an id in ``key`` valid)."""
@@ -769,21 +784,26 @@ def build_app(
     )
 
 
+def client_settings(settings: ControllerAppSettings) -> ClientSettings:
+    """The API client of ``hpa controller``: ``--kube-api-qps``/``--kube-api-burst``, and one
+    HTTP/1.1 connection per in-flight reconcile on top of the client's default pool (watches,
+    Lease, events, status), so a reconcile never waits for a connection another reconcile holds
+    while its metrics call is slow (upstream multiplexes them over HTTP/2 instead)."""
+    horizontal = settings.horizontal
+    return ClientSettings(
+        kubeconfig_path=settings.kubeconfig,
+        context=settings.context,
+        qps=horizontal.kube_api_qps,
+        burst=horizontal.kube_api_burst,
+        user_agent="hpa-controller",
+        max_connections=ClientSettings().max_connections + horizontal.concurrent_syncs,
+    )
+
+
 async def _run(settings: ControllerAppSettings) -> int:
     clock = SystemClock()
     registry = CollectorRegistry()
-    horizontal = settings.horizontal
-    client = await load_client(
-        ClientSettings(
-            kubeconfig_path=settings.kubeconfig,
-            context=settings.context,
-            qps=horizontal.kube_api_qps,
-            burst=horizontal.kube_api_burst,
-            user_agent="hpa-controller",
-        ),
-        clock=clock,
-        registry=registry,
-    )
+    client = await load_client(client_settings(settings), clock=clock, registry=registry)
     source = None
     if settings.inprocess_metrics is not None:
         source = inprocess_metrics.open_source(settings.inprocess_metrics, registry=registry)
@@ -809,9 +829,9 @@ async def _run(settings: ControllerAppSettings) -> int:
             loop.add_signal_handler(signum, stop)
     log.info(
         "controller_starting",
-        dry_run=horizontal.dry_run,
+        dry_run=settings.horizontal.dry_run,
         leader_elect=settings.leader_elect,
-        sync_period_seconds=horizontal.sync_period_seconds,
+        sync_period_seconds=settings.horizontal.sync_period_seconds,
         pid=os.getpid(),
     )
     lost_lease = False

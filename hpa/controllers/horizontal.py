@@ -499,6 +499,7 @@ class HorizontalController:
         self._last_sync: dict[str, float] = {}
         self._selectors: dict[str, tuple[str, Selector]] = {}
         self._reports: dict[str, ReconcileReport] = {}
+        self._desired_gauges: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ informer hooks
 
@@ -515,6 +516,7 @@ class HorizontalController:
         self._last_sync.pop(key, None)
         self._reports.pop(key, None)
         self._selectors.pop(key, None)
+        self._desired_gauges.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
             self.metrics.desired_replicas.remove(namespace, name)
         self.metrics.num_hpas.set(len(self._histories))
@@ -702,7 +704,6 @@ class HorizontalController:
         self, hpa: HorizontalPodAutoscalerObject, key: str
     ) -> ReconcileReport:
         """``reconcileAutoscaler``."""
-        bound = log.bind(hpa=key)
         dry_run = self._dry_run(hpa)
         now = self._clock.now()
         spec = hpa.spec
@@ -721,12 +722,19 @@ class HorizontalController:
             selector_check, selector, pods = self._check_selector(hpa, key, text=scale.selector)
             if selector is not None and len(selector_check.selecting_hpas) <= 1:
                 selector_text = selector.to_string()
-                fetched = await asyncio.gather(
-                    *(
-                        self._fetch_metric(metric, hpa.namespace, selector=selector_text)
-                        for metric in spec.metrics
+                if len(spec.metrics) == 1:  # no task to wrap a lone fetch in
+                    fetched = [
+                        await self._fetch_metric(
+                            spec.metrics[0], hpa.namespace, selector=selector_text
+                        )
+                    ]
+                else:
+                    fetched = await asyncio.gather(
+                        *(
+                            self._fetch_metric(metric, hpa.namespace, selector=selector_text)
+                            for metric in spec.metrics
+                        )
                     )
-                )
                 observations = [observation for observation, _ in fetched]
                 durations = [seconds for _, seconds in fetched]
 
@@ -757,8 +765,9 @@ class HorizontalController:
             if isinstance(written, ScaleConflict):
                 # nothing was written: re-decide once from the fresh Scale, write at most once
                 conflict_retried = True
-                bound.info(
+                log.info(
                     "scale_conflict_redecide",
+                    hpa=key,
                     desired=decision.desired_replicas,
                     fresh_replicas=written.current.spec_replicas,
                 )
@@ -819,9 +828,12 @@ class HorizontalController:
             self._events.record(hpa, event)
 
         desired = decision.desired_replicas
-        self.metrics.desired_replicas.labels(namespace=hpa.namespace, hpa_name=hpa.name).set(
-            desired
-        )
+        gauge = self._desired_gauges.get(key)
+        if gauge is None:
+            gauge = self._desired_gauges[key] = self.metrics.desired_replicas.labels(
+                namespace=hpa.namespace, hpa_name=hpa.name
+            )
+        gauge.set(desired)
         action: Action = "none"
         if scaled:
             action = "scale_up" if desired > decision.current_replicas else "scale_down"
@@ -849,16 +861,18 @@ class HorizontalController:
             status=decision.status,
         )
         if error is not None:
-            bound.warning(
+            log.warning(
                 "reconcile_error",
+                hpa=key,
                 error=error,
                 current=decision.current_replicas,
                 desired=desired,
                 dry_run=dry_run,
             )
         else:
-            bound.debug(
+            log.debug(
                 "reconciled",
+                hpa=key,
                 current=decision.current_replicas,
                 desired=desired,
                 rescale=decision.rescale,
@@ -866,8 +880,9 @@ class HorizontalController:
                 dry_run=dry_run,
             )
         if scaled:
-            bound.info(
+            log.info(
                 "rescaled",
+                hpa=key,
                 current=decision.current_replicas,
                 desired=desired,
                 reason=decision.rescale_reason,

@@ -54,7 +54,9 @@ class HorizontalControllerSettings:
     pod starts, readiness changes are taken as initial readiness."""
     concurrent_syncs: int = 5
     """``--concurrent-horizontal-pod-autoscaler-syncs``, reconciles (default 5): at most this
-    many HPAs are reconciled at once."""
+    many HPAs are reconciled at once. ``hpa controller`` keeps up to this many HTTP connections
+    to the API server on top of the client's 100, so reconciles waiting on slow metrics calls
+    never queue the others (or the Lease renewals) behind a full connection pool."""
     kube_api_qps: float = 20.0
     """``--kube-api-qps``, requests per second (default 20) to the API server."""
     kube_api_burst: int = 30

@@ -52,12 +52,25 @@ _NO_KEYS: frozenset[str] = frozenset()
 
 
 class Store(Generic[R]):
-    """Records by ``namespace/name``, indexed by namespace and by ``label=value``."""
+    """Records by ``namespace/name``, indexed by namespace and by ``label=value``.
+
+    Each namespace has a version that changes whenever a record of it is put or deleted, so
+    readers can keep answers derived from one namespace until it changes."""
 
     def __init__(self) -> None:
         self._items: dict[str, R] = {}
         self._by_namespace: dict[str, set[str]] = {}
         self._by_label: dict[tuple[str, str], set[str]] = {}
+        self._versions: dict[str, int] = {}
+        self._version_counter = 0
+
+    def namespace_version(self, namespace: str) -> int:
+        """A number that differs after any put or delete in ``namespace`` (0: never changed)."""
+        return self._versions.get(namespace, 0)
+
+    def _touch(self, namespace: str) -> None:
+        self._version_counter += 1
+        self._versions[namespace] = self._version_counter
 
     def __len__(self) -> int:
         return len(self._items)
@@ -108,6 +121,8 @@ class Store(Generic[R]):
         old = self._items.get(key)
         if old is not None:
             self._unindex(key, old)
+            self._touch(old.namespace)
+        self._touch(record.namespace)
         self._items[key] = record
         self._by_namespace.setdefault(record.namespace, set()).add(key)
         for label in record.labels.items():
@@ -118,6 +133,7 @@ class Store(Generic[R]):
         old = self._items.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            self._touch(old.namespace)
         return old
 
     def _unindex(self, key: str, record: R) -> None:

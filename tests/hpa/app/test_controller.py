@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import itertools
 import random
@@ -500,3 +501,25 @@ def test_the_pod_lister_shares_what_pods_of_one_template_have_in_common() -> Non
         "web-2",
         "web-3",
     ]
+
+
+def test_the_pod_lister_answers_from_its_cache_until_a_pod_of_the_namespace_changes() -> None:
+    store: Store[PodRecord] = Store()
+    for record in (_pod_record("web-1", cpu="250m"), _pod_record("web-2", cpu="250m")):
+        store.put(f"default/{record.name}", record)
+    lister = InformerPodLister(store)
+    web = parse_selector("app=web")
+    listed = lister.list_pods("default", web)
+    assert lister.list_pods("default", web) is listed, "a steady namespace is not listed again"
+    elsewhere = dataclasses.replace(_pod_record("web-9", cpu="250m"), namespace="other")
+    store.put("other/web-9", elsewhere)
+    assert lister.list_pods("default", web) is listed, "another namespace's pods do not matter"
+    store.put("default/web-3", _pod_record("web-3", cpu="1"))
+    assert [p.info.name for p in lister.list_pods("default", web)] == ["web-1", "web-2", "web-3"]
+    unready = _pod_record("web-1", cpu="250m", ready="False")
+    store.put("default/web-1", dataclasses.replace(unready, resource_version="2"))
+    first = lister.list_pods("default", web)[0]
+    assert first.info.ready_condition is not None
+    assert str(first.info.ready_condition.status) == "False", "an updated pod is seen"
+    store.delete("default/web-2")
+    assert [p.info.name for p in lister.list_pods("default", web)] == ["web-1", "web-3"]

@@ -298,3 +298,19 @@ def test_store_select_answers_what_a_scan_of_every_record_answers(
         if (namespace is None or r.namespace == namespace) and selector.matches(r.labels)
     ]
     assert [f"{r.namespace}/{r.name}" for r in store.select(namespace, selector)] == expected
+
+
+def test_a_namespace_version_changes_with_every_put_and_delete_in_that_namespace() -> None:
+    store: Store[PodRecord] = Store()
+    assert store.namespace_version("a") == 0
+    store.put("a/p", parse_pod(pod("p", namespace="a")))
+    after_add = store.namespace_version("a")
+    store.put("b/q", parse_pod(pod("q", namespace="b")))
+    assert store.namespace_version("a") == after_add, "another namespace's change"
+    store.put("a/p", parse_pod(pod("p", namespace="a", app="web")))
+    after_update = store.namespace_version("a")
+    assert after_update != after_add
+    assert store.delete("a/missing") is None
+    assert store.namespace_version("a") == after_update, "deleting nothing changes nothing"
+    store.delete("a/p")
+    assert store.namespace_version("a") not in (0, after_add, after_update)
