@@ -17,8 +17,9 @@ Object or External metric is the offered request rate, whatever the metric's nam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from hpa.controllers.ports import (
@@ -199,15 +200,38 @@ class SimPodLister:
     def __init__(self, deployment: Deployment, clock: VirtualClock) -> None:
         self._deployment = deployment
         self._clock = clock
+        self._cached: tuple[int, float, float, tuple[ListedPod, ...]] | None = None
+        """(Deployment version, from, until, pods): the listing holds while no pod was created
+        or deleted and no pod changed state (Running, Ready) in ``[from, until)``."""
 
     def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
         deployment = self._deployment
         if not selector.matches(deployment.labels):
             return []
-        labels = deployment.labels
         t_seconds = self._clock.t_seconds
+        cached = self._cached
+        if (
+            cached is not None
+            and cached[0] == deployment.version
+            and cached[1] <= t_seconds < cached[2]
+        ):
+            return cached[3]
+        labels = deployment.labels
         containers = deployment.containers
-        return [ListedPod(pod.info(t_seconds, containers), labels) for pod in deployment.pods]
+        listed = tuple(
+            ListedPod(pod.info(t_seconds, containers), labels) for pod in deployment.pods
+        )
+        until = min(
+            (
+                moment_seconds
+                for pod in deployment.pods
+                for moment_seconds in (pod.running_at, pod.ready_at)
+                if moment_seconds > t_seconds
+            ),
+            default=math.inf,
+        )
+        self._cached = (deployment.version, t_seconds, until, listed)
+        return listed
 
 
 class SimHorizontalPodAutoscalers:
@@ -232,11 +256,18 @@ class SimHorizontalPodAutoscalers:
     ) -> StatusWriteOutcome:
         self._version += 1
         self.status_writes += 1
-        self.hpa = replace(
-            self.hpa,
+        old = self.hpa
+        # the constructor, not dataclasses.replace (which looks the fields up on every call)
+        self.hpa = HorizontalPodAutoscalerObject(
+            old.namespace,
+            old.name,
+            spec=old.spec,
             status=status,
-            observed_generation=observed_generation,
+            uid=old.uid,
             resource_version=str(self._version),
+            generation=old.generation,
+            observed_generation=observed_generation,
+            annotations=old.annotations,
         )
         return StatusWriteOutcome.WRITTEN
 

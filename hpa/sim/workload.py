@@ -277,6 +277,8 @@ class Deployment:
         self.containers = (ContainerInfo(container, {"cpu": model.cpu_request_milli}),)
         self.spec_replicas = replicas
         self.pods: list[SimPod] = []
+        self.version = 0
+        """Incremented whenever pods are created or deleted (for the pod lister's cache)."""
         self.timeline: list[TimelineRow] = []
         self.desired_replicas: int | None = None
         self.observed: float | None = None
@@ -404,6 +406,7 @@ class Deployment:
         self.advance_to(t_seconds)
         old = self.spec_replicas
         self.spec_replicas = replicas
+        self.version += 1
         model = self.model
         if replicas > len(self.pods):
             for _ in range(replicas - len(self.pods)):
@@ -486,16 +489,17 @@ class Deployment:
         stamp = moment(end)
         window = self.pipeline.window_seconds
         scale = 1 if cpu else 1000
-        common: int | None = None
+        common: PodMetric | None = None
         samples: dict[str, PodMetric] = {}
         for pod in self.pods:
             if pod.ready_at <= start and pod.running_at <= start:
                 if common is None:
+                    # every pod Ready through the whole window has the same (immutable) sample
                     index = 0 if cpu else 1
                     segments = self._segments
                     average = (segments.at(end)[index] - segments.at(start)[index]) / window
-                    common = _milli_up(average * scale)
-                samples[pod.name] = PodMetric(common, stamp, window)
+                    common = PodMetric(_milli_up(average * scale), stamp, window)
+                samples[pod.name] = common
                 continue
             average_or_none = self._pod_average(pod, start=start, end=end, cpu=cpu)
             if average_or_none is not None:
