@@ -281,3 +281,19 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
     assert all(merged) if max_sample_age_seconds else not any(merged)
     assert kube.configmap_reads >= 1
     assert "pods/http_requests_per_second" not in renamed_names  # SIGHUP reloaded the rules
+
+
+def test_the_serving_process_freezes_its_start_up_heap_and_collects_less_often() -> None:
+    """``hpa adapter`` tunes the collector once it listens (process-wide, so restored here)."""
+    import gc
+
+    from adapter.server.cli import GC_YOUNG_THRESHOLD, tune_garbage_collector
+
+    before = gc.get_threshold()
+    try:
+        tune_garbage_collector()
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
