@@ -29,7 +29,7 @@ Deliberate deviations (docs/adapter-values.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
@@ -123,6 +123,9 @@ class _Plan:
     window_seconds: int | None
     label: str
     sent: str
+    references: dict[tuple[str, str], dict[str, ObjectReference]] = field(default_factory=dict)
+    """The described objects, by ``(apiVersion, kind)`` then name (immutable, so shared by the
+    values of every request of this plan)."""
 
 
 class _Judged(NamedTuple):
@@ -410,11 +413,17 @@ class CustomMetricsProvider:
         request)."""
         assert judged.value_milli is not None
         assert judged.timestamp is not None
-        api_version, kind = kind_of
-        return CustomMetricValue(
-            described_object=ObjectReference(
+        references = plan.references.get(kind_of)
+        if references is None:
+            references = plan.references[kind_of] = {}
+        reference = references.get(name)
+        if reference is None:
+            api_version, kind = kind_of
+            reference = references[name] = ObjectReference(
                 api_version, kind, name=name, namespace=namespace or ""
-            ),
+            )
+        return CustomMetricValue(
+            described_object=reference,
             metric=plan.info.metric,
             value=Quantity.from_milli(judged.value_milli),
             timestamp=judged.timestamp,

@@ -89,7 +89,24 @@ _DEFAULT_POLICY = MetricPolicy()
 
 def milli_from_text(text: str) -> int | None:
     """The value in thousandths, rounded to the nearest (halves away from zero); None for NaN,
-    +-Inf or out of range."""
+    +-Inf or out of range.
+
+    Prometheus prints plain decimals (Go's ``FormatFloat(v, 'f', -1, 64)``), which are rounded
+    here with string and integer operations; anything else goes through ``Decimal``."""
+    whole, dot, fraction = text.partition(".")
+    if (
+        whole
+        and (whole.isdigit() or (whole[0] == "-" and whole[1:].isdigit()))
+        and (not dot or fraction.isdigit())
+        and whole.isascii()
+        and fraction.isascii()
+    ):
+        magnitude = int(whole.lstrip("-") + fraction[:3].ljust(3, "0"))
+        if len(fraction) > 3 and fraction[3] >= "5":
+            magnitude += 1  # the rest is at least half a milli: away from zero
+        if magnitude > INT64_MAX:
+            return None
+        return -magnitude if whole[0] == "-" else magnitude
     try:
         value = Decimal(text)
     except InvalidOperation:

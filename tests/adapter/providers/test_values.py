@@ -76,3 +76,28 @@ def test_policies_default_to_missing_is_not_zero() -> None:
     settings_ = ValueSettings(policies={"errors": MetricPolicy(empty_is_zero=True)})
     assert settings_.policy("errors").empty_is_zero
     assert not settings_.policy("requests").empty_is_zero
+
+
+def _decimal_milli(text: str) -> int | None:
+    """The exact rule, through ``Decimal`` (the fast string path must agree with it)."""
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    milli = int((value * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+    return None if abs(milli) > INT64_MAX else milli
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False).map(lambda d: format(d, "f"))
+    | st.floats(allow_nan=True).map(repr)
+    | st.from_regex(r"-?[0-9]{0,20}(\.[0-9]{0,25})?", fullmatch=True)
+    | st.text(alphabet="0123456789.-+eE_ ٣", max_size=12)
+)
+def test_plain_decimals_round_as_the_decimal_rule_does(text: str) -> None:
+    assert milli_from_text(text) == _decimal_milli(text)
