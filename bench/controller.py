@@ -3,6 +3,15 @@
 Run::
 
     .venv/bin/python -m bench.controller --hpas 10000 --pods-per-hpa 10 --periods 4
+    .venv/bin/python -m bench.controller --lab --hpas 1000 --pods-per-hpa 2 --periods 4
+
+With ``--lab`` the controller runs against the real lab (``tests.lab``: kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler, kwok nodes): ``--hpas`` Deployments of
+``--pods-per-hpa`` kwok pods, created through kube-controller-manager, each with an HPA on CPU
+utilization; the metrics come from ``hpa adapter`` behind the aggregation layer, over Prometheus
+and the lab's workload exporter (every pod uses exactly the HPA's target, so nothing scales).
+Requests are counted from kube-apiserver's audit log (every request of the controller's own
+user); nothing slows metric calls down on purpose there.
 
 The simulated cluster (``bench.fixture``: list/watch, ``/scale``, ``/status``, events, Leases,
 metrics APIs answering in 1 ms, 5 % of metric calls in 2 s) runs in a child process, so the CPU
@@ -30,8 +39,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import cProfile
+import functools
+import json
 import logging
 import math
 import os
@@ -42,7 +54,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +96,10 @@ class Result:
     hpas: int
     pods: int
     period_seconds: float
+    window_seconds: float
+    peer: str
+    peer_cpu_seconds: float
+    metrics_backend: str
     steady_periods: int
     startup_seconds: float
     startup_cpu_seconds: float
@@ -162,6 +178,238 @@ def write_kubeconfig(directory: Path, url: str) -> Path:
     return path
 
 
+Counts = dict[tuple[str, str], int]
+"""Requests by ``(api, "verb resource")``; ``api`` is ``core`` or ``metrics``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """What the controller runs against."""
+
+    kubeconfig: Path
+    pods: int
+    counts: Callable[[], Awaitable[Counts]]
+    """Requests the controller made so far (cumulative)."""
+    peer: str
+    """The process whose CPU is reported beside the controller's (the API server side)."""
+    peer_cpu_seconds: Callable[[], float]
+    metrics_backend: str
+    """How the metrics APIs answer (for the report)."""
+
+
+@contextlib.contextmanager
+def fixture_target(args: argparse.Namespace) -> Iterator[Target]:
+    """``bench.fixture`` in a child process and a kubeconfig pointing at it."""
+    process, url = start_fixture(args)
+
+    async def counts() -> Counts:
+        async with aiohttp.ClientSession() as session:
+            return await fetch_counts(session, url)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="hpa-bench-") as directory:
+            yield Target(
+                kubeconfig=write_kubeconfig(Path(directory), url),
+                pods=args.hpas * args.pods_per_hpa,
+                counts=counts,
+                peer="bench.fixture",
+                peer_cpu_seconds=functools.partial(process_cpu_seconds, process.pid),
+                metrics_backend=(
+                    f"stub answering in {args.metrics_delay_seconds * 1000:g} ms, "
+                    f"{args.slow_ratio:.0%} of calls in {args.slow_delay_seconds:g} s"
+                ),
+            )
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+LAB_USER = "hpa-bench-controller"
+"""The controller's user in the lab (its own client certificate, ``system:masters``)."""
+LAB_AUDIT_POLICY = f"""\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["{LAB_USER}"]
+- level: None
+"""
+"""Metadata of every request of the controller's user, nothing else."""
+LAB_LABEL = "hpa-bench"
+LAB_CPU_REQUEST_MILLI = 20
+LAB_CPU_USAGE_MILLI = 10
+"""The exporter's idle CPU per pod: half the request, exactly the HPAs' 50 % target."""
+HPAS_PER_NAMESPACE = 100
+METRICS_GROUPS = frozenset({"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"})
+
+
+class AuditCounts:
+    """Requests of the controller's user in kube-apiserver's audit log, read as it grows."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = 0
+        self._seen: set[str] = set()
+        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+
+    def read(self) -> Counts:
+        """Every request seen so far (one per ``auditID``, whatever its stages)."""
+        try:
+            with self._path.open("rb") as log_file:
+                log_file.seek(self._offset)
+                chunk = log_file.read()
+        except FileNotFoundError:
+            return dict(self._counts)
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            event = json.loads(line)
+            audit_id = str(event.get("auditID", ""))
+            if audit_id in self._seen:
+                continue
+            self._seen.add(audit_id)
+            self._counts[_audit_category(event)] += 1
+        return dict(self._counts)
+
+
+def _audit_category(event: dict[str, Any]) -> tuple[str, str]:
+    ref = event.get("objectRef") or {}
+    uri = str(event.get("requestURI", "")).partition("?")[0]
+    group = str(ref.get("apiGroup") or "")
+    if not group and uri.startswith("/apis/"):
+        group = uri.split("/")[2]
+    resource = str(ref.get("resource") or uri)
+    if ref.get("subresource"):
+        resource = f"{resource}/{ref['subresource']}"
+    return ("metrics" if group in METRICS_GROUPS else "core", f"{event.get('verb')} {resource}")
+
+
+def _lab_objects(namespace: str, indexes: range, *, pods_per_hpa: int) -> list[dict[str, Any]]:
+    from tests.e2e.controller_lab import (
+        cpu_utilization_metric,
+        deployment_manifest,
+        hpa_manifest,
+    )
+
+    objects: list[dict[str, Any]] = []
+    target = LAB_CPU_USAGE_MILLI * 100 // LAB_CPU_REQUEST_MILLI
+    for index in indexes:
+        name = f"app-{index:05d}"
+        deployment = deployment_manifest(
+            name, namespace, replicas=pods_per_hpa, cpu_request=f"{LAB_CPU_REQUEST_MILLI}m"
+        )
+        deployment["metadata"]["labels"] = {LAB_LABEL: "hpa"}
+        deployment["spec"]["template"]["metadata"]["labels"][LAB_LABEL] = "hpa"
+        objects.append(deployment)
+        objects.append(
+            hpa_manifest(
+                name,
+                namespace,
+                min_replicas=1,
+                max_replicas=max(10, 2 * pods_per_hpa),
+                metrics=[cpu_utilization_metric(target)],
+            )
+        )
+    return objects
+
+
+@contextlib.contextmanager
+def lab_target(args: argparse.Namespace) -> Iterator[Target]:
+    """The lab with ``--hpas`` Deployments of kwok pods, their HPAs and ``hpa adapter``."""
+    from tests.e2e.controller_lab import adapter_rules, controller_kubeconfig, start_adapter
+    from tests.lab.controlplane import ControlPlaneConfig
+    from tests.lab.lab import Lab, LabConfig
+    from tests.lab.load_model import WorkloadProfile
+
+    pods = args.hpas * args.pods_per_hpa
+    config = LabConfig(
+        control_plane=ControlPlaneConfig(
+            node_count=max(3, math.ceil(pods / 200)),
+            node_pods="250",
+            audit_policy=LAB_AUDIT_POLICY,
+        )
+    )
+    started = time.monotonic()
+
+    def progress(text: str) -> None:
+        print(f"[lab {time.monotonic() - started:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+    with Lab(config) as lab:
+        progress(f"lab up; creating {args.hpas} Deployments of {args.pods_per_hpa} pods + HPAs")
+        namespaces = [f"bench-{i:02d}" for i in range(math.ceil(args.hpas / HPAS_PER_NAMESPACE))]
+        for number, namespace in enumerate(namespaces):
+            lab.kubectl("create", "namespace", namespace)
+            first = number * HPAS_PER_NAMESPACE
+            indexes = range(first, min(args.hpas, first + HPAS_PER_NAMESPACE))
+            lab.apply(_lab_objects(namespace, indexes, pods_per_hpa=args.pods_per_hpa))
+            lab.add_workload(
+                WorkloadProfile(
+                    namespace=namespace,
+                    workload="bench",
+                    selector={LAB_LABEL: "hpa"},
+                    base_cpu_milli=LAB_CPU_USAGE_MILLI,
+                ),
+                rps=0,
+            )
+
+        def ready_pods() -> int:
+            listing = lab.kubectl_json("get", "deployments", "-A", "-l", f"{LAB_LABEL}=hpa")
+            return sum(
+                int((item.get("status") or {}).get("readyReplicas") or 0)
+                for item in listing["items"]
+            )
+
+        lab.wait_for(
+            lambda: ready_pods() >= pods,
+            what=f"{pods} Ready pods",
+            timeout_seconds=args.lab_ready_timeout,
+            interval_seconds=5.0,
+        )
+        progress(f"{pods} pods Ready; starting hpa adapter")
+        work = lab.work_dir / "bench-adapter"
+        work.mkdir(exist_ok=True)
+        start_adapter(lab, work, rules=adapter_rules(window_seconds=30))
+
+        def metrics_cover_every_pod() -> bool:
+            for number, namespace in enumerate(namespaces):
+                path = f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"
+                answer = json.loads(lab.kubectl("get", "--raw", path))
+                hpas_here = min(HPAS_PER_NAMESPACE, args.hpas - number * HPAS_PER_NAMESPACE)
+                if len(answer.get("items") or ()) < hpas_here * args.pods_per_hpa:
+                    return False
+            return True
+
+        lab.wait_for(
+            metrics_cover_every_pod,
+            what="PodMetrics for every pod",
+            timeout_seconds=args.lab_ready_timeout,
+            interval_seconds=5.0,
+        )
+        progress("metrics.k8s.io answers for every pod; starting the controller")
+        audit = AuditCounts(lab.control_plane.audit_log_path)
+
+        async def counts() -> Counts:
+            return await asyncio.to_thread(audit.read)
+
+        yield Target(
+            kubeconfig=controller_kubeconfig(lab, LAB_USER),
+            pods=pods,
+            counts=counts,
+            peer="kube-apiserver",
+            peer_cpu_seconds=functools.partial(
+                process_cpu_seconds, lab.group.components["kube-apiserver"].process.pid
+            ),
+            metrics_backend=(
+                "hpa adapter (Prometheus, 30 s rate window) through kube-apiserver's "
+                "aggregation layer; no injected slowness"
+            ),
+        )
+
+
 def start_fixture(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
     command = [
         sys.executable,
@@ -201,8 +449,9 @@ def reconciles_total(registry: CollectorRegistry) -> int:
     return int(total)
 
 
-async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Result:
+async def measure(args: argparse.Namespace, target: Target) -> Result:
     period = args.period
+    kubeconfig = target.kubeconfig
     horizontal = HorizontalControllerSettings(
         sync_period_seconds=period,
         concurrent_syncs=args.concurrent_syncs,
@@ -233,54 +482,61 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
     started = time.monotonic()
     cpu_started = cpu_seconds()
     running = asyncio.create_task(app.run(), name="controller")
-    async with aiohttp.ClientSession() as session:
-        try:
-            while not app.ready():
-                if running.done():
-                    running.result()
-                await asyncio.sleep(0.2)
-            startup_seconds = time.monotonic() - started
-            startup_cpu = cpu_seconds() - cpu_started
-            startup_rss = memory_bytes()[1]
-            print(
-                f"caches synced and leading after {startup_seconds:.1f} s "
-                f"({startup_cpu:.1f} CPU s); warming up for one period",
-                file=sys.stderr,
-            )
-            # warm-up: one period, and until every HPA had its first reconcile (status write)
-            warm_until = time.monotonic() + period
-            while time.monotonic() < warm_until or reconciles_total(registry) < args.hpas:
-                if running.done():
-                    running.result()
-                if time.monotonic() - warm_until > args.max_warmup_periods * period:
-                    print("warm-up did not finish: measuring anyway", file=sys.stderr)
-                    break
-                await asyncio.sleep(0.5)
-            warmup_seconds = time.monotonic() - started - startup_seconds
-            steady_periods = args.periods - 1
-            window_start = time.monotonic()
-            counts_before = await fetch_counts(session, url)
-            cpu_before = cpu_seconds()
-            reconciles_before = reconciles_total(registry)
-            # CPU time, not wall time: the machine is shared, and waiting in epoll is not cost
-            profiler = cProfile.Profile(time.process_time) if args.profile else None
-            if profiler is not None:
-                profiler.enable()
-            await asyncio.sleep(period * steady_periods)
-            if profiler is not None:
-                profiler.disable()
-                profiler.dump_stats(args.profile)
-            cpu_after = cpu_seconds()
-            reconciles_after = reconciles_total(registry)
-            counts_after = await fetch_counts(session, url)
-            window_end = time.monotonic()
+    try:
+        while not app.ready():
             if running.done():
                 running.result()
-        finally:
-            running.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await running
-            await aclose_quietly(client)
+            await asyncio.sleep(0.2)
+        startup_seconds = time.monotonic() - started
+        startup_cpu = cpu_seconds() - cpu_started
+        startup_rss = memory_bytes()[1]
+        print(
+            f"caches synced and leading after {startup_seconds:.1f} s "
+            f"({startup_cpu:.1f} CPU s); warming up for one period",
+            file=sys.stderr,
+        )
+        # warm-up: one period, until every HPA had its first reconcile (status write), and
+        # until the queue has no backlog (the first round's status writes and events are
+        # done): what is measured then is the steady state, not the catching up
+        warm_until = time.monotonic() + period
+        while (
+            time.monotonic() < warm_until
+            or reconciles_total(registry) < args.hpas
+            or len(app.queue) > 0
+        ):
+            if running.done():
+                running.result()
+            if time.monotonic() - warm_until > args.max_warmup_periods * period:
+                print("warm-up did not finish: measuring anyway", file=sys.stderr)
+                break
+            await asyncio.sleep(0.5)
+        warmup_seconds = time.monotonic() - started - startup_seconds
+        steady_periods = args.periods - 1
+        window_start = time.monotonic()
+        counts_before = await target.counts()
+        cpu_before = cpu_seconds()
+        peer_cpu_before = target.peer_cpu_seconds()
+        reconciles_before = reconciles_total(registry)
+        # CPU time, not wall time: the machine is shared, and waiting in epoll is not cost
+        profiler = cProfile.Profile(time.process_time) if args.profile else None
+        if profiler is not None:
+            profiler.enable()
+        await asyncio.sleep(period * steady_periods)
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
+        cpu_after = cpu_seconds()
+        peer_cpu_after = target.peer_cpu_seconds()
+        reconciles_after = reconciles_total(registry)
+        counts_after = await target.counts()
+        window_end = time.monotonic()
+        if running.done():
+            running.result()
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await running
+        await aclose_quietly(client)
     # both reconciles of an interval inside the window: the warm-up's backlog is not steady state
     intervals = [
         s for at, s in observations.intervals if window_start <= at - s and at <= window_end
@@ -302,8 +558,12 @@ async def measure(args: argparse.Namespace, url: str, kubeconfig: Path) -> Resul
     hwm, rss = memory_bytes()
     return Result(
         hpas=args.hpas,
-        pods=args.hpas * args.pods_per_hpa,
+        pods=target.pods,
         period_seconds=period,
+        window_seconds=window_end - window_start,
+        peer=target.peer,
+        peer_cpu_seconds=peer_cpu_after - peer_cpu_before,
+        metrics_backend=target.metrics_backend,
         steady_periods=steady_periods,
         startup_seconds=startup_seconds,
         startup_cpu_seconds=startup_cpu,
@@ -325,7 +585,12 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-def render(result: Result, *, command: str, slow: str) -> str:
+def render(
+    result: Result,
+    *,
+    command: str,
+    load: tuple[tuple[float, float, float], tuple[float, float, float]],
+) -> str:
     core = result.per_hpa_per_period(result.core_requests_total)
     rows = [
         (
@@ -341,7 +606,7 @@ def render(result: Result, *, command: str, slow: str) -> str:
             "",
         ),
         (
-            f"p99 sync interval / period ({slow})",
+            "p99 sync interval / period",
             f"{result.interval_p99_ratio:.3f}",
             f"<= {GOAL_P99_INTERVAL_RATIO:.2f}",
             verdict(result.interval_p99_ratio <= GOAL_P99_INTERVAL_RATIO),
@@ -379,7 +644,14 @@ def render(result: Result, *, command: str, slow: str) -> str:
         f"{result.hpas:,} HPAs, {result.pods:,} pods, period {result.period_seconds:g} s, "
         f"{result.steady_periods} steady periods measured; start-up {result.startup_seconds:.1f} s "
         f"({result.startup_cpu_seconds:.1f} CPU s), warm-up {result.warmup_seconds:.1f} s",
-        f"reconciles {result.reconciles:,} in {result.cpu_seconds:.1f} CPU s",
+        f"reconciles {result.reconciles:,} in {result.cpu_seconds:.1f} CPU s "
+        f"({result.cpu_seconds / result.window_seconds:.2f} of a core over "
+        f"{result.window_seconds:.1f} s); {result.peer} used "
+        f"{result.peer_cpu_seconds / result.window_seconds:.2f} of a core",
+        f"metrics APIs: {result.metrics_backend}",
+        "load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f}".format(
+            *load[0], *load[1]
+        ),
         "",
     ]
     lines += [f"{n.ljust(width)}  {v:>14}  {g:>14}  {o}".rstrip() for n, v, g, o in rows]
@@ -393,8 +665,22 @@ def render(result: Result, *, command: str, slow: str) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.controller", description=__doc__)
-    parser.add_argument("--hpas", type=int, default=10_000)
-    parser.add_argument("--pods-per-hpa", type=int, default=10)
+    parser.add_argument(
+        "--lab",
+        action="store_true",
+        help="run against the real lab (tests.lab) with kwok pods and hpa adapter; "
+        "defaults to 1,000 HPAs of 2 pods",
+    )
+    parser.add_argument("--hpas", type=int, help="HPAs (default 10,000; --lab: 1,000)")
+    parser.add_argument(
+        "--pods-per-hpa", type=int, help="pods of each HPA's Deployment (default 10; --lab: 2)"
+    )
+    parser.add_argument(
+        "--lab-ready-timeout",
+        type=float,
+        default=1200.0,
+        help="--lab: seconds to wait for every pod to be Ready and every HPA to have metrics",
+    )
     parser.add_argument("--periods", type=int, default=4, help="periods after start-up (>= 2)")
     parser.add_argument("--period", type=float, default=15.0, help="sync period, seconds")
     parser.add_argument("--metric", choices=("resource", "pods"), default="resource")
@@ -427,6 +713,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="trace allocations (slow) and print the N biggest sites still alive at the end",
     )
     args = parser.parse_args(argv)
+    if args.hpas is None:
+        args.hpas = 1000 if args.lab else 10_000
+    if args.pods_per_hpa is None:
+        args.pods_per_hpa = 2 if args.lab else 10
     if args.periods < 2:
         parser.error("--periods must be at least 2 (one warm-up period, then steady ones)")
     return args
@@ -438,19 +728,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = shlex.join(
         [".venv/bin/python", "-m", "bench.controller", *(sys.argv[1:] if argv is None else argv)]
     )
-    process, url = start_fixture(args)
-    try:
-        with tempfile.TemporaryDirectory(prefix="hpa-bench-") as directory:
-            kubeconfig = write_kubeconfig(Path(directory), url)
-            result = asyncio.run(measure(args, url, kubeconfig))
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    slow = f"{args.slow_ratio:.0%} of metric calls {args.slow_delay_seconds:g} s"
-    print(render(result, command=command, slow=slow))
+    load_before = os.getloadavg()
+    with lab_target(args) if args.lab else fixture_target(args) as target:
+        result = asyncio.run(measure(args, target))
+    load_after = os.getloadavg()
+    print(render(result, command=command, load=(load_before, load_after)))
 
 
 if __name__ == "__main__":

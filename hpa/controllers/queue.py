@@ -11,7 +11,10 @@ Deliberate deviations:
 - upstream's HPA queue requeues every key after a fixed ``resyncPeriod`` and relies on informer
   resyncs; here keys are ``track``ed and each gets a random phase in ``[0, period)`` once, then
   comes back every ``sync_period_seconds`` at that phase, so resyncs are spread evenly across the
-  period instead of bunching at informer resync time. Failures back off per key exponentially.
+  period instead of bunching at informer resync time. A resync is skipped when the key was
+  handed out less than half a period before (``RESYNC_MIN_GAP``: it was just reconciled for an
+  event), so the start-up burst (every HPA at once) is not followed by a second round of the
+  same work within the period. Failures back off per key exponentially.
 - concurrency is a bound on in-flight reconciles (a semaphore), not N long-lived workers: each key
   is reconciled in its own named task ``reconcile:<key>``.
 - time comes from an injected ``Clock``; tests drive it with a fake and never sleep.
@@ -134,6 +137,12 @@ class QueueSettings:
 
 _TimerKind = Literal["add", "resync"]
 
+RESYNC_MIN_GAP = 0.5
+"""A resync is skipped when the key was handed out less than this share of its period ago (an
+event, e.g. the HPA's creation or a spec change, reconciled it): at most about one reconcile
+per key per period, as upstream's queue gives (every add is delayed by the resync period
+there), and no double work after a start-up burst."""
+
 
 class WorkQueue:
     """A keyed work queue: ``add``/``add_after``/``add_rate_limited``, ``get``/``done``/``forget``.
@@ -172,7 +181,11 @@ class WorkQueue:
         self._timers: list[tuple[float, int, str, _TimerKind, int]] = []
         self._sequence = itertools.count()
         self._timers_changed = asyncio.Event()
+        self._sleeper: asyncio.Task[None] | None = None
+        self._sleeping_until = 0.0
         self._tracked: dict[str, int] = {}
+        self._handed_out: dict[str, float] = {}
+        """When each tracked key was last handed to a processor (``get``)."""
         self._resync_periods: dict[str, float] = {}
         self._generation = itertools.count(1)
         self._log = log.bind(queue=name)
@@ -228,6 +241,8 @@ class WorkQueue:
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
+        if key in self._tracked:
+            self._handed_out[key] = self._clock.monotonic()
         self._report_depth()
         return key
 
@@ -243,6 +258,8 @@ class WorkQueue:
         """Stop handing out keys; ``get`` raises ``QueueShutDownError`` from now on."""
         self._shutting_down = True
         self._timers_changed.set()
+        if self._sleeper is not None:
+            self._sleeper.cancel()
         while self._getters:
             getter = self._getters.popleft()
             if not getter.done():
@@ -266,7 +283,7 @@ class WorkQueue:
             return
         due = self._clock.monotonic() + delay_seconds
         heapq.heappush(self._timers, (due, next(self._sequence), key, "add", 0))
-        self._timers_changed.set()
+        self._timer_added(due)
 
     def add_rate_limited(self, key: str) -> None:
         """``AddRateLimited``: queue ``key`` after its rate limiter's backoff."""
@@ -295,12 +312,13 @@ class WorkQueue:
         due = self._clock.monotonic() + phase_seconds
         heapq.heappush(self._timers, (due, next(self._sequence), key, "resync", generation))
         self._resync_periods[key] = sync_period_seconds
-        self._timers_changed.set()
+        self._timer_added(due)
 
     def untrack(self, key: str) -> None:
         """Stop resyncing ``key`` (its object was deleted); forget its backoff too."""
         self._tracked.pop(key, None)
         self._resync_periods.pop(key, None)
+        self._handed_out.pop(key, None)
         self._rate_limiter.forget(key)
 
     @property
@@ -316,34 +334,49 @@ class WorkQueue:
                 continue
             if self._tracked.get(key) != generation:
                 continue  # untracked (and maybe tracked again with a new phase) since
-            self.add(key)
             period = self._resync_periods[key]
+            handed_out = self._handed_out.get(key)
+            if handed_out is None or now - handed_out >= period * RESYNC_MIN_GAP:
+                self.add(key)
+            # else an event reconciled it moments ago: this phase's resync would redo that work
             next_due = due + period
             while next_due <= now:  # the loop was starved: skip missed periods, keep the phase
                 next_due += period
             heapq.heappush(self._timers, (next_due, next(self._sequence), key, kind, generation))
 
     async def run_timers(self) -> None:
-        """Fire delayed adds and resyncs as their time comes; runs until shut down."""
+        """Fire delayed adds and resyncs as their time comes; runs until shut down.
+
+        One sleep task per wake-up; a timer due before the current wake-up cancels that sleep
+        (:meth:`_timer_added`), so most wake-ups cost one task, not a sleep and a watcher."""
         while not self._shutting_down:
             self._fire_due_timers()
             self._timers_changed.clear()
             if not self._timers:
                 await self._timers_changed.wait()
                 continue
-            wait_seconds = self._timers[0][0] - self._clock.monotonic()
+            due = self._timers[0][0]
             sleeper = asyncio.create_task(
-                self._clock.sleep(wait_seconds), name=f"workqueue:{self.name}:sleep"
+                self._clock.sleep(due - self._clock.monotonic()),
+                name=f"workqueue:{self.name}:sleep",
             )
-            changed = asyncio.create_task(
-                self._timers_changed.wait(), name=f"workqueue:{self.name}:changed"
-            )
+            self._sleeper, self._sleeping_until = sleeper, due
             try:
-                await asyncio.wait({sleeper, changed}, return_when=asyncio.FIRST_COMPLETED)
+                await sleeper
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not sleeper.cancelled() or (task is not None and task.cancelling()):
+                    raise  # the timer loop itself is being cancelled
+                # else an earlier timer (or shutdown) woke us: look again
             finally:
+                self._sleeper = None
                 sleeper.cancel()
-                changed.cancel()
-                await asyncio.gather(sleeper, changed, return_exceptions=True)
+
+    def _timer_added(self, due: float) -> None:
+        """Wake the timer loop if ``due`` comes before the time it sleeps until."""
+        self._timers_changed.set()
+        if self._sleeper is not None and due < self._sleeping_until:
+            self._sleeper.cancel()
 
     # ------------------------------------------------------------ the processing loop
 
