@@ -139,18 +139,27 @@ def manifest() -> dict[str, Any]:
     )
 
 
-def controller_desired(log_path: Path, *, key: str) -> list[int]:
-    """``desired`` of every reconcile of ``key`` the controller logged, in order."""
+def controller_desired(log_path: Path, *, key: str) -> tuple[list[int], list[str]]:
+    """``desired`` of every reconcile of ``key`` the controller logged, in order, and the lines
+    left out: reconciles whose External metric fetch failed before reaching the scripted server
+    (e.g. the aggregator answering 503 under load). Those read no value from the script and
+    change nothing the next decisions depend on (upstream's error path records no
+    recommendation and no scale event), so the simulator, which replays only answered reads,
+    has no sync for them."""
     desired: list[int] = []
+    skipped: list[str] = []
     for raw in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
         line = _ANSI.sub("", raw)
         if _RECONCILE_LINE.search(line) is None or f"hpa={key}" not in line:
+            continue
+        if "unable to fetch metrics from external metrics API" in line:
+            skipped.append(line)
             continue
         found = re.search(r"\bdesired=(\d+)", line)
         if found is None:
             raise AssertionError(f"a reconcile line without desired=: {line!r}")
         desired.append(int(found.group(1)))
-    return desired
+    return desired, skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +288,9 @@ def lab_run(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabR
 def test_simulator_replays_the_lab_controller_sync_by_sync(
     lab: Lab, lab_run: LabRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # two reads past the trace: the reconcile of the last step has finished (and logged)
     lab.wait_for(
-        lambda: len(lab_run.served.served()) >= STEPS,
+        lambda: len(lab_run.served.served()) >= STEPS + 2,
         what=f"{STEPS} syncs of hpa controller",
         timeout_seconds=STEPS * SYNC_SECONDS * 2 + 60,
         interval_seconds=1.0,
@@ -297,7 +307,7 @@ def test_simulator_replays_the_lab_controller_sync_by_sync(
     )
 
     served = lab_run.served.served()[:STEPS]
-    logged = controller_desired(lab_run.controller.log_path, key=f"{NAMESPACE}/{NAME}")
+    logged, skipped = controller_desired(lab_run.controller.log_path, key=f"{NAMESPACE}/{NAME}")
     assert len(logged) >= STEPS, (
         f"the controller logged {len(logged)} reconciles for {STEPS} metric reads\n"
         f"{component_log(lab_run.controller)}"
@@ -315,7 +325,8 @@ def test_simulator_replays_the_lab_controller_sync_by_sync(
         capsys,
         f"sim parity: {STEPS} syncs at {SYNC_SECONDS:g}s, intervals "
         f"{min(intervals):.3f}..{max(intervals):.3f}s; {len(changes(lab_desired)) - 1} changes "
-        f"of desired replicas\nhpa controller (lab): {run_lengths(lab_desired)}\n"
+        f"of desired replicas; {len(skipped)} reconciles whose fetch failed before the server "
+        f"left out {skipped[:3]}\nhpa controller (lab): {run_lengths(lab_desired)}\n"
         f"simulator:            {run_lengths(simulated.desired)}\n"
         f"Deployment spec.replicas, lab: {lab_replicas}\n"
         f"Deployment spec.replicas, sim: {changes([1, *simulated.replicas])}",
@@ -330,11 +341,13 @@ def test_simulator_replays_the_lab_controller_sync_by_sync(
         f"{simulated.desired[max(0, mismatch - 5) : mismatch + 5]} around it\n"
         f"{component_log(lab_run.controller)}\n{describe_hpas(lab, NAMESPACE)}"
     )
-    # what the API server saw: every scale the controller wrote, in order (the last sync's write
-    # may still be on its way when the controller stops, hence the prefix)
+    # what the API server saw: every scale the controller wrote, in order. The lab may hold more
+    # (the syncs after the trace, on its last value) and may miss the very last write (still on
+    # its way to the watch when the controller stopped)
     simulated_replicas = changes([1, *simulated.replicas])
-    assert simulated_replicas[: len(lab_replicas)] == lab_replicas
-    assert len(simulated_replicas) - len(lab_replicas) <= 1
+    common = min(len(simulated_replicas), len(lab_replicas))
+    assert simulated_replicas[:common] == lab_replicas[:common]
+    assert common >= len(simulated_replicas) - 1
     # a comparison that means something: the trace drives the HPA up and down, through the
     # policies, the windows and the max bound
     assert len(changes(lab_desired)) > 20
