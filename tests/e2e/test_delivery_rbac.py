@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +147,43 @@ class ChartScaling(Scaling):
 
     adapter: Component
     adapter_log_offset: int
+
+    def wait(
+        self,
+        check: Callable[[], bool],
+        *,
+        what: str,
+        timeout_seconds: float = scenario.TIMEOUT_SECONDS,
+    ) -> None:
+        """The scenario's wait, then the HPA watch brought up to what the API server holds.
+
+        The tests read Deployments and HPAs from two watch streams. The controller writes an
+        HPA's status right after its scale, so when a wait sees the Deployment change, the
+        status may still be in flight on the other stream (the outage test then found no
+        ScalingActive=True after the scale in one of the first three runs). Catching up closes
+        that window; the times the tests measure come from the watches' arrival stamps,
+        unchanged."""
+        super().wait(check, what=what, timeout_seconds=timeout_seconds)
+        listed = self.reader.try_get(
+            f"/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers"
+        )
+        if listed is None:
+            return
+        wanted = {
+            item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
+            for item in listed.get("items", [])
+        }
+
+        def caught_up() -> bool:
+            return all(
+                int(
+                    ((self.hpas.latest(name) or {}).get("metadata") or {}).get("resourceVersion", 0)
+                )
+                >= version
+                for name, version in wanted.items()
+            )
+
+        super().wait(caught_up, what="the HPA watch to catch up with the API server")
 
     def forbidden_lines(self) -> list[str]:
         """Log lines of this module's adapter and controller that report an RBAC denial."""
