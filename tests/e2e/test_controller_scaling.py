@@ -427,9 +427,20 @@ def test_prometheus_outage_mid_ramp_freezes_without_scaling_down(
         timeout_seconds=2 * SYNC_SECONDS + 20,
     )
     resumed = replica_steps(s.deployments, name)[-1][0]
-    active_again = first_time(
-        s.hpas, name, lambda hpa: condition(hpa, "ScalingActive")[0] == "True", after=recovered
+
+    # The status write follows the scale write and arrives on another watch stream: wait for it
+    # instead of reading the HPA watch once.
+    def reactivated() -> float | None:
+        return first_time(
+            s.hpas, name, lambda hpa: condition(hpa, "ScalingActive")[0] == "True", after=recovered
+        )
+
+    s.wait(
+        lambda: reactivated() is not None,
+        what="ramp-web ScalingActive=True again",
+        timeout_seconds=SLACK_SECONDS,
     )
+    active_again = reactivated()
     late = {n: round(at - killed, 1) for n, at in inactive.items() if at is not None}
     report(
         capsys,
