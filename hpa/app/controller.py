@@ -44,7 +44,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -389,6 +389,40 @@ class KubeScaleClient:
         return ScaleUpdated(_snapshot(result.scale))
 
 
+class _WorkloadScaleDocument(Mapping[str, Any]):
+    """The Scale JSON of a workload record, built only when read (a write needs it; a steady
+    HPA never does), so 10,000 cached Scales hold no dicts."""
+
+    __slots__ = ("_record", "_selector")
+
+    def __init__(self, record: WorkloadRecord, selector: str) -> None:
+        self._record = record
+        self._selector = selector
+
+    def _document(self) -> dict[str, Any]:
+        record = self._record
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                "name": record.name,
+                "namespace": record.namespace,
+                "resourceVersion": record.resource_version,
+            },
+            "spec": {"replicas": record.spec_replicas},
+            "status": {"replicas": record.status_replicas, "selector": self._selector},
+        }
+
+    def __getitem__(self, key: str) -> Any:
+        return self._document()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("apiVersion", "kind", "metadata", "spec", "status"))
+
+    def __len__(self) -> int:
+        return 5
+
+
 def scale_from_workload(record: WorkloadRecord) -> kube_scale.Scale:
     """The ``autoscaling/v1`` Scale the API server would answer for a Deployment, StatefulSet or
     ReplicaSet: ``spec.replicas``, ``status.replicas``, the selector in string form and the
@@ -401,17 +435,7 @@ def scale_from_workload(record: WorkloadRecord) -> kube_scale.Scale:
         spec_replicas=record.spec_replicas,
         status_replicas=record.status_replicas,
         selector=selector,
-        raw={
-            "apiVersion": "autoscaling/v1",
-            "kind": "Scale",
-            "metadata": {
-                "name": record.name,
-                "namespace": record.namespace,
-                "resourceVersion": record.resource_version,
-            },
-            "spec": {"replicas": record.spec_replicas},
-            "status": {"replicas": record.status_replicas, "selector": selector},
-        },
+        raw=_WorkloadScaleDocument(record, selector),
     )
 
 

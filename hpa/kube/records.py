@@ -11,12 +11,13 @@ siblings share (labels, owner references, containers' resources, namespace, node
 are interned in bounded tables, so 100,000 pods of a few thousand templates hold one copy of
 each; records are frozen, so sharing is invisible to readers. Quantities stay the API's
 strings here; the controller parses them exactly with ``hpa.core.quantity``. An HPA record keeps
-the whole object as JSON bytes (``raw`` decodes it) so the status writer can send back fields we
-do not model.
+the whole object as zlib-compressed JSON (``raw`` decodes it) so the status writer can send back
+fields we do not model.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -263,9 +264,15 @@ class HpaRecord:
     generation: int
     labels: Mapping[str, str]
     scale_target_ref: ScaleTargetRef
-    encoded: bytes = field(compare=False, repr=False)
-    """The whole object as JSON (a fifth of its size as a dict): decoded on demand by ``raw``."""
+    compressed: bytes = field(compare=False, repr=False)
+    """The whole object as zlib-compressed JSON (a twentieth of its size as a dict, a quarter
+    of the JSON's): decoded on demand by ``raw``."""
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    @property
+    def encoded(self) -> bytes:
+        """The whole object as JSON."""
+        return zlib.decompress(self.compressed)
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -299,7 +306,7 @@ def parse_hpa(data: Mapping[str, Any]) -> HpaRecord:
             kind=str(target.get("kind", "")),
             name=str(target.get("name", "")),
         ),
-        encoded=orjson.dumps(data),
+        compressed=zlib.compress(orjson.dumps(data), 1),
         annotations=_string_map(metadata.get("annotations")),
     )
 

@@ -27,6 +27,7 @@ from hpa.app.controller import (
     add_flags,
     build_app,
     from_args,
+    scale_from_workload,
 )
 from hpa.controllers.ports import ScaleConflict, ScaleUpdated
 from hpa.controllers.settings import HorizontalControllerSettings
@@ -523,3 +524,24 @@ def test_the_pod_lister_answers_from_its_cache_until_a_pod_of_the_namespace_chan
     assert str(first.info.ready_condition.status) == "False", "an updated pod is seen"
     store.delete("default/web-2")
     assert [p.info.name for p in lister.list_pods("default", web)] == ["web-1", "web-3"]
+
+
+def test_a_cached_scale_has_the_api_server_s_scale_document() -> None:
+    record = parse_workload(
+        {
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "42"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"replicas": 2},
+        },
+        kind="Deployment",
+    )
+    scale = scale_from_workload(record)
+    assert dict(scale.raw) == {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": "web", "namespace": "default", "resourceVersion": "42"},
+        "spec": {"replicas": 3},
+        "status": {"replicas": 2, "selector": "app=web"},
+    }
+    assert scale.raw["spec"] == {"replicas": 3}
+    assert len(scale.raw) == 5
