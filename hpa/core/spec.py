@@ -287,12 +287,32 @@ def generate_scale_down_rules(rules: ScalingRules | None) -> ScalingRules:
     return _copy_scaling_rules(rules, DEFAULT_SCALE_DOWN_RULES)
 
 
+_DEFAULTED_CACHE_SIZE = 1024
+_defaulted_by_identity: dict[
+    int, tuple[HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerBehavior]
+] = {}
+
+
 def default_behavior(
     behavior: HorizontalPodAutoscalerBehavior | None,
 ) -> HorizontalPodAutoscalerBehavior | None:
-    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted."""
+    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted.
+
+    Memoized by the behavior's identity (a controller passes the same object on every reconcile
+    of an HPA; the cached object is kept, so its identity cannot be reused while cached)."""
     if behavior is None:
         return None
+    hit = _defaulted_by_identity.get(id(behavior))
+    if hit is not None and hit[0] is behavior:
+        return hit[1]
+    defaulted = _default_behavior(behavior)
+    if len(_defaulted_by_identity) >= _DEFAULTED_CACHE_SIZE:
+        _defaulted_by_identity.clear()
+    _defaulted_by_identity[id(behavior)] = (behavior, defaulted)
+    return defaulted
+
+
+def _default_behavior(behavior: HorizontalPodAutoscalerBehavior) -> HorizontalPodAutoscalerBehavior:
     return HorizontalPodAutoscalerBehavior(
         scale_up=generate_scale_up_rules(behavior.scale_up),
         scale_down=generate_scale_down_rules(behavior.scale_down),
