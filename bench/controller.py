@@ -38,6 +38,7 @@ change), over which everything is measured:
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import collections
 import contextlib
@@ -81,14 +82,18 @@ GOAL_RSS_BYTES = 400 * 2**20
 
 @dataclass(slots=True)
 class Observations:
-    """What the controller reports while it runs."""
+    """What the controller reports while it runs (in arrays of doubles: the bench's own
+    bookkeeping should not show in the controller's RSS)."""
 
-    intervals: list[tuple[float, float]] = field(default_factory=list)
-    """``(monotonic time, seconds)`` of each effective sync interval."""
+    at: array.array[float] = field(default_factory=lambda: array.array("d"))
+    """Monotonic time of each effective sync interval's end."""
+    seconds: array.array[float] = field(default_factory=lambda: array.array("d"))
+    """Each effective sync interval."""
 
     def on_sync_interval(self, key: str, seconds: float) -> None:
         del key
-        self.intervals.append((time.monotonic(), seconds))
+        self.at.append(time.monotonic())
+        self.seconds.append(seconds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -539,7 +544,9 @@ async def measure(args: argparse.Namespace, target: Target) -> Result:
         await aclose_quietly(client)
     # both reconciles of an interval inside the window: the warm-up's backlog is not steady state
     intervals = [
-        s for at, s in observations.intervals if window_start <= at - s and at <= window_end
+        s
+        for at, s in zip(observations.at, observations.seconds, strict=True)
+        if window_start <= at - s and at <= window_end
     ]
     core = {
         name: counts_after.get((api, name), 0) - counts_before.get((api, name), 0)

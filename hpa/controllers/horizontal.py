@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ METRIC_PREFIX = "hpa_horizontal_controller_"
 Action = Literal["scale_up", "scale_down", "none"]
 ErrorLabel = Literal["spec", "internal", "none"]
 
+_NO_EXPLANATION = Explanation()
 _BUCKETS = tuple(0.001 * 2**i for i in range(15))  # metrics.ExponentialBuckets(0.001, 2, 15)
 _PROPOSAL = re.compile(r": proposes (-?\d+) replicas$")
 _SPEC_REASONS = ("InvalidMetricSourceType",)
@@ -396,8 +398,9 @@ class ReconcileReport:
     """The decision's trace (rendered on demand: ``str(report.explanation)``)."""
     status: HorizontalPodAutoscalerStatus = field(repr=False, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (for the debug endpoint)."""
+    def to_dict(self, *, explanation: str | None = None) -> dict[str, Any]:
+        """JSON-ready (for the debug endpoint); ``explanation`` is the rendered trace when the
+        report no longer holds it (the controller keeps its last reports that way)."""
         return {
             "key": self.key,
             "at": self.at.isoformat(),
@@ -414,7 +417,7 @@ class ReconcileReport:
             "events": [
                 {"type": e.type, "reason": e.reason, "message": e.message} for e in self.events
             ],
-            "explanation": self.explanation.render(),
+            "explanation": self.explanation.render() if explanation is None else explanation,
         }
 
 
@@ -499,6 +502,7 @@ class HorizontalController:
         self._last_sync: dict[str, float] = {}
         self._selectors: dict[str, tuple[str, Selector]] = {}
         self._reports: dict[str, ReconcileReport] = {}
+        self._explanations: dict[str, str] = {}
         self._desired_gauges: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ informer hooks
@@ -515,6 +519,7 @@ class HorizontalController:
         self._histories.pop(key, None)
         self._last_sync.pop(key, None)
         self._reports.pop(key, None)
+        self._explanations.pop(key, None)
         self._selectors.pop(key, None)
         self._desired_gauges.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
@@ -528,11 +533,20 @@ class HorizontalController:
         return self._histories.get(key)
 
     def last_report(self, key: str) -> ReconcileReport | None:
+        """The last reconcile of ``key``; its trace is kept rendered (:meth:`last_explanation`),
+        so ``explanation`` of a kept report is empty."""
         return self._reports.get(key)
+
+    def last_explanation(self, key: str) -> str | None:
+        """The rendered trace of the last reconcile of ``key``."""
+        return self._explanations.get(key)
 
     def debug_state(self) -> dict[str, Any]:
         """Every HPA's last reconcile, JSON-ready (served by the debug endpoint)."""
-        return {key: report.to_dict() for key, report in sorted(self._reports.items())}
+        return {
+            key: report.to_dict(explanation=self._explanations.get(key, ""))
+            for key, report in sorted(self._reports.items())
+        }
 
     # ------------------------------------------------------------------ reconcile
 
@@ -564,7 +578,9 @@ class HorizontalController:
             self._observe_reconciliation("none", "internal", started=started)
             raise
         self._observe_reconciliation(report.action, report.error_label, started=started)
-        self._reports[key] = report
+        # kept for the debug endpoint as text: a third of the trace's objects, for 10,000 HPAs
+        self._explanations[key] = report.explanation.render()
+        self._reports[key] = dataclasses.replace(report, explanation=_NO_EXPLANATION)
         return report
 
     def _observe_reconciliation(self, action: Action, error: ErrorLabel, *, started: float) -> None:

@@ -783,6 +783,23 @@ async def test_global_dry_run_writes_nothing_and_reports_what_it_would_do() -> N
     assert "cpu resource utilization" in debug["explanation"]
 
 
+async def test_the_last_reconcile_is_kept_with_its_trace_rendered_for_the_debug_endpoint() -> None:
+    h = Harness()
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=1000)
+
+    report = await h.controller.reconcile_key(hpa.key)
+
+    assert report is not None
+    assert report.explanation.entries, "the caller gets the whole trace"
+    kept = h.controller.last_report(hpa.key)
+    assert kept is not None
+    assert (kept.desired_replicas, kept.scaled) == (report.desired_replicas, report.scaled)
+    assert h.controller.last_explanation(hpa.key) == report.explanation.render()
+    assert h.controller.debug_state()[hpa.key] == report.to_dict()
+    h.controller.forget(hpa.key)
+    assert h.controller.last_explanation(hpa.key) is None
+
+
 async def test_dry_run_rewrites_warnings_as_dry_run_events() -> None:
     h = Harness(dry_run=True)
     hpa = h.add(make_hpa(), replicas=2, cpu_milli=None)
