@@ -249,6 +249,7 @@ LAB_CPU_REQUEST_MILLI = 20
 LAB_CPU_USAGE_MILLI = 10
 """The exporter's idle CPU per pod: half the request, exactly the HPAs' 50 % target."""
 HPAS_PER_NAMESPACE = 100
+LAB_METRIC_WINDOW_SECONDS = 30
 METRICS_GROUPS = frozenset({"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"})
 
 
@@ -374,10 +375,11 @@ def lab_target(args: argparse.Namespace) -> Iterator[Target]:
             timeout_seconds=args.lab_ready_timeout,
             interval_seconds=5.0,
         )
+        ready_at = time.monotonic()
         progress(f"{pods} pods Ready; starting hpa adapter")
         work = lab.work_dir / "bench-adapter"
         work.mkdir(exist_ok=True)
-        start_adapter(lab, work, rules=adapter_rules(window_seconds=30))
+        start_adapter(lab, work, rules=adapter_rules(window_seconds=LAB_METRIC_WINDOW_SECONDS))
 
         def metrics_cover_every_pod() -> bool:
             for number, namespace in enumerate(namespaces):
@@ -394,6 +396,12 @@ def lab_target(args: argparse.Namespace) -> Iterator[Target]:
             timeout_seconds=args.lab_ready_timeout,
             interval_seconds=5.0,
         )
+        # a pod Ready for less than the metric window counts as not yet ready (its sample may
+        # predate readiness: upstream's groupPods); wait that out so the HPAs are steady
+        settle_seconds = LAB_METRIC_WINDOW_SECONDS + 5 - (time.monotonic() - ready_at)
+        if settle_seconds > 0:
+            progress(f"waiting {settle_seconds:.0f} s: samples must postdate readiness")
+            time.sleep(settle_seconds)
         progress("metrics.k8s.io answers for every pod; starting the controller")
         audit = AuditCounts(lab.control_plane.audit_log_path)
 
@@ -409,8 +417,8 @@ def lab_target(args: argparse.Namespace) -> Iterator[Target]:
                 process_cpu_seconds, lab.group.components["kube-apiserver"].process.pid
             ),
             metrics_backend=(
-                "hpa adapter (Prometheus, 30 s rate window) through kube-apiserver's "
-                "aggregation layer; no injected slowness"
+                f"hpa adapter (Prometheus, {LAB_METRIC_WINDOW_SECONDS} s rate window) through "
+                "kube-apiserver's aggregation layer; no injected slowness"
             ),
         )
 
