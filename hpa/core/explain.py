@@ -36,12 +36,17 @@ TraceValue = object
 
 def format_value(value: TraceValue) -> str:
     """Render a detail: floats to 4 decimals, name sets sorted and bounded, tuples joined."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[return-value]
+    if kind is int:
+        return str(value)
     if isinstance(value, float):
         return f"{value:.4f}"
     if isinstance(value, frozenset):
         return format_names(value)
     if isinstance(value, tuple):
-        return ", ".join(str(item) for item in value) or "-"
+        return ", ".join(map(str, value)) or "-"
     return str(value)
 
 
@@ -54,9 +59,12 @@ class TraceEntry:
     details: tuple[tuple[str, TraceValue], ...] = ()
 
     def render(self) -> str:
-        lines = [f"[{self.stage}] {self.summary}"]
-        lines.extend(f"    {key}: {format_value(value)}" for key, value in self.details)
-        return "\n".join(lines)
+        head = f"[{self.stage}] {self.summary}"
+        if not self.details:
+            return head
+        return "\n".join(
+            [head, *[f"    {key}: {format_value(value)}" for key, value in self.details]]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +78,7 @@ class Explanation:
 
     def render(self) -> str:
         """Plain text, one block per entry, for terminals and logs."""
-        return "\n".join(entry.render() for entry in self.entries)
+        return "\n".join([entry.render() for entry in self.entries])
 
     def __str__(self) -> str:
         return self.render()
