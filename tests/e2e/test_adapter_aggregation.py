@@ -204,6 +204,7 @@ def test_user_without_rbac_is_refused(adapter: Lab) -> None:
 
 
 HPA_NAMESPACE = "e2e-adapter-hpa"
+CPU_NAMESPACE = "e2e-adapter-cpu"
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +217,11 @@ def hpa_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     )
     with Lab(config) as lab:
         component = start_adapter(lab, tmp_path_factory.mktemp("hpa-adapter-kcm"))
+        # The CPU test's workload starts now: kcm counts a pod's CPU only once its sample is a
+        # window (30 s) past the pod's Ready transition, which then passes during the test before.
+        lab.kubectl("create", "namespace", CPU_NAMESPACE)
+        lab.apply([deployment_manifest("cpu", CPU_NAMESPACE, replicas=1, cpu_request="100m")])
+        lab.add_workload(WorkloadProfile(CPU_NAMESPACE, "cpu", {"app": "cpu"}), rps=2)
         try:
             yield lab
         finally:
@@ -275,9 +281,6 @@ def test_kube_controller_managers_hpa_scales_on_the_adapters_pods_metric(hpa_lab
     assert current["current"]["averageValue"]
 
 
-CPU_NAMESPACE = "e2e-adapter-cpu"
-
-
 def _resource_cpu(status: dict[str, Any]) -> dict[str, Any] | None:
     for metric in status.get("currentMetrics") or []:
         if metric.get("type") == "Resource" and metric["resource"]["name"] == "cpu":
@@ -296,10 +299,7 @@ def test_kube_controller_managers_hpa_scales_on_the_adapters_cpu_utilization(
     Each pod requests 100m. The exporter's pods burn 10m plus 10m per request/s of their share:
     2 requests/s is 30m (30 % of the request, under the 50 % target: 1 replica); 14 requests/s is
     150m on one pod (150 %: ceil(1 x 150 / 50) = 3, the maximum)."""
-    lab = hpa_lab
-    lab.kubectl("create", "namespace", CPU_NAMESPACE)
-    lab.apply([deployment_manifest("cpu", CPU_NAMESPACE, replicas=1, cpu_request="100m")])
-    lab.add_workload(WorkloadProfile(CPU_NAMESPACE, "cpu", {"app": "cpu"}), rps=2)
+    lab = hpa_lab  # the Deployment "cpu" and its workload (2 requests/s) come with the lab
     lab.apply(
         [
             {
