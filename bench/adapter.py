@@ -576,8 +576,8 @@ async def measure(
     prometheus_pool = ConnectionPool(prometheus_host, prometheus_port, None)
     await adapter_pool.fill(connections)
     await prometheus_pool.fill(connections)
-    # the adapter's client asks for gzip (aiohttp's default), so the direct paths do too
-    prometheus_headers = [("Accept-Encoding", "gzip, deflate")]
+    # the direct paths ask as the adapter's client does: uncompressed (gzip answers are decoded)
+    prometheus_headers = [("Accept-Encoding", "identity")]
 
     def prometheus_request(query: str) -> bytes:
         target_path = "/api/v1/query?" + urllib.parse.urlencode({"query": query})

@@ -20,6 +20,11 @@ Deliberate deviations:
 - Cancelling a caller cancels the HTTP request unless other callers still wait for it.
 - Instant queries send no ``time`` unless asked: Prometheus evaluates at its own "now", and
   identical concurrent queries stay identical (and coalesce).
+- Answers are asked for uncompressed (``Accept-Encoding: identity``; Go's client, and so
+  upstream, asks for gzip): Prometheus usually sits next to the adapter, and compressing a
+  100-pod answer cost Prometheus about a quarter of its CPU per query
+  (docs/performance-adapter.md). A ``headers`` entry for ``Accept-Encoding`` (``--prometheus-header
+  Accept-Encoding=gzip``) overrides it.
 """
 
 from __future__ import annotations
@@ -136,6 +141,9 @@ class PrometheusClient:
         self.connection = connection
         self._base_url = connection.url.rstrip("/")
         self._credentials = Credentials(connection)
+        self._headers = dict(connection.headers)
+        if not any(name.lower() == "accept-encoding" for name in self._headers):
+            self._headers["Accept-Encoding"] = "identity"
         self._session = session
         self._own_session = session is None
         self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
@@ -294,7 +302,7 @@ class PrometheusClient:
                 self.metrics.request_duration.labels(path).observe(loop.time() - started)
 
     async def _send(self, path: str, params: Params) -> tuple[int, bytes]:
-        headers = dict(self.connection.headers)
+        headers = dict(self._headers)
         authorization = self._credentials.authorization()
         if authorization is not None:
             headers["Authorization"] = authorization

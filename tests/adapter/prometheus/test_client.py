@@ -148,6 +148,18 @@ async def test_bearer_token_file_is_reread_when_it_changes(
     assert first.headers["X-Scope-OrgID"] == second.headers["X-Scope-OrgID"] == "tenant-a"
 
 
+async def test_answers_are_asked_for_uncompressed_unless_a_header_says_otherwise(
+    prometheus: FakePrometheus,
+) -> None:
+    async with connect(prometheus) as client:
+        await client.query("up")
+    async with connect(prometheus, headers={"accept-encoding": "gzip"}) as client:
+        await client.query("up")
+    default, overridden = prometheus.requests
+    assert default.headers["Accept-Encoding"] == "identity"
+    assert overridden.headers["Accept-Encoding"] == "gzip"
+
+
 async def test_basic_auth_password_file(prometheus: FakePrometheus, tmp_path: Path) -> None:
     password = tmp_path / "password"
     password.write_text("s3cret")
