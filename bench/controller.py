@@ -337,7 +337,8 @@ def lab_target(args: argparse.Namespace) -> Iterator[Target]:
             node_count=max(3, math.ceil(pods / 200)),
             node_pods="250",
             audit_policy=LAB_AUDIT_POLICY,
-        )
+        ),
+        keep_work_dir=args.lab_keep,
     )
     started = time.monotonic()
 
@@ -689,6 +690,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--hpas", type=int, help="HPAs (default 10,000; --lab: 1,000)")
     parser.add_argument(
         "--pods-per-hpa", type=int, help="pods of each HPA's Deployment (default 10; --lab: 2)"
+    )
+    parser.add_argument(
+        "--lab-keep", action="store_true", help="--lab: keep the lab's work dir (logs) afterwards"
     )
     parser.add_argument(
         "--lab-ready-timeout",
