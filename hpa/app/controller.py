@@ -30,7 +30,11 @@ Deliberate deviations:
   ends in 409 and a fresh ``GET /scale`` (the controller's conflict path). Upstream GETs ``/scale``
   every sync. Other kinds, targets missing from the cache and workload informers that have not
   synced (e.g. no RBAC to list them) use ``GET /scale`` as before; readiness does not wait for the
-  workload informers.
+  workload informers;
+* the API client keeps one HTTP/1.1 connection per in-flight reconcile on top of its 100
+  (:func:`client_settings`): upstream multiplexes over HTTP/2, and a shared pool of 100 let slow
+  metrics calls make every other request (Lease renewals too) wait for a connection;
+* pod lists are kept per namespace and selector until a pod of that namespace changes.
 """
 
 from __future__ import annotations
