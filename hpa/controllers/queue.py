@@ -11,10 +11,7 @@ Deliberate deviations:
 - upstream's HPA queue requeues every key after a fixed ``resyncPeriod`` and relies on informer
   resyncs; here keys are ``track``ed and each gets a random phase in ``[0, period)`` once, then
   comes back every ``sync_period_seconds`` at that phase, so resyncs are spread evenly across the
-  period instead of bunching at informer resync time. A resync is skipped when the key was
-  handed out less than half a period before (``RESYNC_MIN_GAP``: it was just reconciled for an
-  event), so the start-up burst (every HPA at once) is not followed by a second round of the
-  same work within the period. Failures back off per key exponentially.
+  period instead of bunching at informer resync time. Failures back off per key exponentially.
 - concurrency is a bound on in-flight reconciles (a semaphore), not N long-lived workers: each key
   is reconciled in its own named task ``reconcile:<key>``.
 - time comes from an injected ``Clock``; tests drive it with a fake and never sleep.
@@ -137,12 +134,6 @@ class QueueSettings:
 
 _TimerKind = Literal["add", "resync"]
 
-RESYNC_MIN_GAP = 0.5
-"""A resync is skipped when the key was handed out less than this share of its period ago (an
-event, e.g. the HPA's creation or a spec change, reconciled it): at most about one reconcile
-per key per period, as upstream's queue gives (every add is delayed by the resync period
-there), and no double work after a start-up burst."""
-
 
 class WorkQueue:
     """A keyed work queue: ``add``/``add_after``/``add_rate_limited``, ``get``/``done``/``forget``.
@@ -184,8 +175,6 @@ class WorkQueue:
         self._sleeper: asyncio.Task[None] | None = None
         self._sleeping_until = 0.0
         self._tracked: dict[str, int] = {}
-        self._handed_out: dict[str, float] = {}
-        """When each tracked key was last handed to a processor (``get``)."""
         self._resync_periods: dict[str, float] = {}
         self._generation = itertools.count(1)
         self._log = log.bind(queue=name)
@@ -241,8 +230,6 @@ class WorkQueue:
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
-        if key in self._tracked:
-            self._handed_out[key] = self._clock.monotonic()
         self._report_depth()
         return key
 
@@ -318,7 +305,6 @@ class WorkQueue:
         """Stop resyncing ``key`` (its object was deleted); forget its backoff too."""
         self._tracked.pop(key, None)
         self._resync_periods.pop(key, None)
-        self._handed_out.pop(key, None)
         self._rate_limiter.forget(key)
 
     @property
@@ -334,11 +320,8 @@ class WorkQueue:
                 continue
             if self._tracked.get(key) != generation:
                 continue  # untracked (and maybe tracked again with a new phase) since
+            self.add(key)
             period = self._resync_periods[key]
-            handed_out = self._handed_out.get(key)
-            if handed_out is None or now - handed_out >= period * RESYNC_MIN_GAP:
-                self.add(key)
-            # else an event reconciled it moments ago: this phase's resync would redo that work
             next_due = due + period
             while next_due <= now:  # the loop was starved: skip missed periods, keep the phase
                 next_due += period

@@ -188,34 +188,6 @@ async def test_resyncs_are_spread_across_the_period_and_repeat_every_period() ->
     assert all(abs(times[1] - times[0] - period) <= step for times in seen.values())
 
 
-async def test_a_key_just_reconciled_for_an_event_skips_the_resync_due_soon_after() -> None:
-    clock = FakeClock()
-    queue = make_queue(clock)
-    period = 10.0
-    keys = [f"ns/hpa-{index}" for index in range(200)]
-    seen: dict[str, list[float]] = {key: [] for key in keys}
-    for key in keys:  # the informer's add: tracked, and reconciled at once (a start-up burst)
-        queue.track(key, sync_period_seconds=period)
-        queue.add(key)
-    timers = asyncio.create_task(queue.run_timers())
-    step = 0.25
-    for _ in range(int(3 * period / step)):
-        while len(queue):
-            key = await queue.get()
-            seen[key].append(clock.monotonic())
-            queue.done(key)
-        await clock.advance(step)
-    timers.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await timers
-    gaps = [b - a for times in seen.values() for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= period / 2, "no second reconcile within half a period"
-    assert max(gaps) <= 1.5 * period + step, "the skipped key comes back at its next phase"
-    assert all(len(times) >= 3 for times in seen.values())
-    re_reconciled = sum(1 for times in seen.values() if times[1] - times[0] < period)
-    assert 60 <= re_reconciled <= 140, "keys whose phase was more than half a period away"
-
-
 async def test_untracked_keys_stop_resyncing() -> None:
     clock = FakeClock()
     queue = make_queue(clock)
