@@ -113,6 +113,8 @@ def milli_from_text(text: str) -> int | None:
         return None
     if not value.is_finite():
         return None
+    if value.adjusted() > 18:
+        return None  # at least 10**21 milli: beyond int64 (and beyond the context's exponent)
     milli = int((value * 1000).to_integral_value(rounding=ROUND_HALF_UP))
     if abs(milli) > INT64_MAX:
         return None

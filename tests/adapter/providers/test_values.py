@@ -80,15 +80,17 @@ def test_policies_default_to_missing_is_not_zero() -> None:
 
 def _decimal_milli(text: str) -> int | None:
     """The exact rule, through ``Decimal`` (the fast string path must agree with it)."""
-    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+    from decimal import MAX_EMAX, MAX_PREC, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
     try:
         value = Decimal(text)
     except InvalidOperation:
         return None
-    if not value.is_finite():
-        return None
-    milli = int((value * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+    if not value.is_finite() or value.adjusted() >= 19:
+        return None  # 10**22 milli and more: beyond int64 (not computed: huge exponents)
+    with localcontext() as exact:
+        exact.Emax, exact.prec = MAX_EMAX, MAX_PREC
+        milli = int((value * 1000).to_integral_value(rounding=ROUND_HALF_UP))
     return None if abs(milli) > INT64_MAX else milli
 
 
@@ -101,3 +103,8 @@ def _decimal_milli(text: str) -> int | None:
 )
 def test_plain_decimals_round_as_the_decimal_rule_does(text: str) -> None:
     assert milli_from_text(text) == _decimal_milli(text)
+
+
+@pytest.mark.parametrize("text", ["6E5590883", "1e400", "-1E+999999999"])
+def test_huge_exponents_are_out_of_range_not_an_overflow(text: str) -> None:
+    assert milli_from_text(text) is None
