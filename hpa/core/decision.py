@@ -65,6 +65,7 @@ from hpa.core.conditions import (
     set_condition,
 )
 from hpa.core.explain import Explanation, Stage, TraceEntry, TraceValue
+from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
     PodInfo,
     PodMetric,
@@ -283,24 +284,9 @@ def tolerances_for_hpa(
 ) -> Tolerances:
     """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on.
 
-    Memoized by the identity of both arguments, which a controller passes again on every
-    reconcile of an HPA (the cached arguments are kept, so an identity cannot be reused)."""
-    key = (id(behavior), id(settings))
-    hit = _tolerances_by_identity.get(key)
-    if hit is not None and hit[0] is behavior and hit[1] is settings:
-        return hit[2]
-    tolerances = _tolerances_for_hpa(behavior, settings)
-    if len(_tolerances_by_identity) >= _TOLERANCES_CACHE_SIZE:
-        _tolerances_by_identity.clear()
-    _tolerances_by_identity[key] = (behavior, settings, tolerances)
-    return tolerances
-
-
-_TOLERANCES_CACHE_SIZE = 1024
-_tolerances_by_identity: dict[
-    tuple[int, int],
-    tuple[HorizontalPodAutoscalerBehavior | None, HorizontalSettings, Tolerances],
-] = {}
+    Memoized by the identity of both arguments (:mod:`hpa.core.memo`), which a controller passes
+    again on every reconcile of an HPA."""
+    return _tolerances_memo(behavior, settings)
 
 
 def _tolerances_for_hpa(
@@ -313,6 +299,9 @@ def _tolerances_for_hpa(
         if behavior.scale_up is not None and behavior.scale_up.tolerance is not None:
             scale_up = behavior.scale_up.tolerance
     return Tolerances(scale_down=scale_down, scale_up=scale_up)
+
+
+_tolerances_memo = PairIdentityMemo(_tolerances_for_hpa)
 
 
 def _go_quote(text: str) -> str:
@@ -975,23 +964,17 @@ def _compute_replicas_for_metrics(
 # ----------------------------------------------------------------------------------- decide
 
 
-_policies_text_by_identity: dict[int, tuple[ScalingRules, str]] = {}
-
-
-def _format_policies(rules: ScalingRules) -> str:
-    """``Max of [Pods 4 per 15s, Percent 100 per 15s]`` (memoized by the rules' identity: the
-    resolved rules of an HPA are one cached object)."""
-    hit = _policies_text_by_identity.get(id(rules))
-    if hit is not None and hit[0] is rules:
-        return hit[1]
+def _policies_text(rules: ScalingRules) -> str:
+    """``Max of [Pods 4 per 15s, Percent 100 per 15s]``."""
     policies = ", ".join(
         f"{p.type} {p.value} per {p.period_seconds}s" for p in rules.policies or ()
     )
-    text = f"{rules.select_policy} of [{policies}]"
-    if len(_policies_text_by_identity) >= _TOLERANCES_CACHE_SIZE:
-        _policies_text_by_identity.clear()
-    _policies_text_by_identity[id(rules)] = (rules, text)
-    return text
+    return f"{rules.select_policy} of [{policies}]"
+
+
+_format_policies = IdentityMemo(_policies_text)
+""":func:`_policies_text`, memoized by the rules' identity (an HPA's resolved rules are one
+cached object)."""
 
 
 def _normalization_trace(

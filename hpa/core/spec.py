@@ -25,6 +25,8 @@ import functools
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from hpa.core.memo import IdentityMemo, PairIdentityMemo
+
 
 class MetricSourceType(StrEnum):
     """``autoscalingv2.MetricSourceType``."""
@@ -287,29 +289,16 @@ def generate_scale_down_rules(rules: ScalingRules | None) -> ScalingRules:
     return _copy_scaling_rules(rules, DEFAULT_SCALE_DOWN_RULES)
 
 
-_DEFAULTED_CACHE_SIZE = 1024
-_defaulted_by_identity: dict[
-    int, tuple[HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerBehavior]
-] = {}
-
-
 def default_behavior(
     behavior: HorizontalPodAutoscalerBehavior | None,
 ) -> HorizontalPodAutoscalerBehavior | None:
     """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted.
 
-    Memoized by the behavior's identity (a controller passes the same object on every reconcile
-    of an HPA; the cached object is kept, so its identity cannot be reused while cached)."""
+    Memoized by the behavior's identity (:mod:`hpa.core.memo`: a controller passes the same
+    object on every reconcile of an HPA)."""
     if behavior is None:
         return None
-    hit = _defaulted_by_identity.get(id(behavior))
-    if hit is not None and hit[0] is behavior:
-        return hit[1]
-    defaulted = _default_behavior(behavior)
-    if len(_defaulted_by_identity) >= _DEFAULTED_CACHE_SIZE:
-        _defaulted_by_identity.clear()
-    _defaulted_by_identity[id(behavior)] = (behavior, defaulted)
-    return defaulted
+    return _defaulted_memo(behavior)
 
 
 def _default_behavior(behavior: HorizontalPodAutoscalerBehavior) -> HorizontalPodAutoscalerBehavior:
@@ -317,6 +306,9 @@ def _default_behavior(behavior: HorizontalPodAutoscalerBehavior) -> HorizontalPo
         scale_up=generate_scale_up_rules(behavior.scale_up),
         scale_down=generate_scale_down_rules(behavior.scale_down),
     )
+
+
+_defaulted_memo = IdentityMemo(_default_behavior)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,9 +386,6 @@ class ResolvedRules:
 
 
 _RESOLVED_CACHE_SIZE = 1024
-_resolved_by_identity: dict[
-    tuple[int, int], tuple[HorizontalPodAutoscalerBehavior, HorizontalSettings, ResolvedRules]
-] = {}
 
 
 def resolve_behavior(
@@ -405,18 +394,10 @@ def resolve_behavior(
     """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized).
 
     A controller passes the same two objects on every reconcile of an HPA, so the memo is looked
-    up by identity first (hashing the nested frozen values costs more than resolving them); the
-    cached objects are kept with the result, so an identity cannot be reused while it is cached.
+    up by identity first (:mod:`hpa.core.memo`: hashing the nested frozen values costs more than
+    resolving them), then by value.
     """
-    key = (id(behavior), id(settings))
-    hit = _resolved_by_identity.get(key)
-    if hit is not None and hit[0] is behavior and hit[1] is settings:
-        return hit[2]
-    rules = _resolve_behavior(behavior, settings)
-    if len(_resolved_by_identity) >= _RESOLVED_CACHE_SIZE:
-        _resolved_by_identity.clear()
-    _resolved_by_identity[key] = (behavior, settings, rules)
-    return rules
+    return _resolved_memo(behavior, settings)
 
 
 @functools.lru_cache(maxsize=_RESOLVED_CACHE_SIZE)
@@ -430,3 +411,6 @@ def _resolve_behavior(
             scale_down, stabilization_window_seconds=settings.downscale_stabilization_seconds
         )
     return ResolvedRules(scale_up=scale_up, scale_down=scale_down)
+
+
+_resolved_memo = PairIdentityMemo(_resolve_behavior)
