@@ -141,6 +141,25 @@ def _scale_up_only(policy: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def add_behavior_workloads(scaling: Scaling) -> None:
+    """The two workloads whose minute-long behavior policies run in the background of the other
+    tests: Pods 4 per 60 s, and Percent 100 per 15 s."""
+    scaling.add(
+        BEHAVIOR_PODS,
+        metrics=[offered_load_metric(BEHAVIOR_PODS, "10")],
+        max_replicas=10,
+        behavior=_scale_up_only({"type": "Pods", "value": 4, "periodSeconds": 60}),
+        rps=100,
+    )
+    scaling.add(
+        BEHAVIOR_PERCENT,
+        metrics=[offered_load_metric(BEHAVIOR_PERCENT, "10")],
+        max_replicas=8,
+        behavior=_scale_up_only({"type": "Percent", "value": 100, "periodSeconds": 15}),
+        rps=80,
+    )
+
+
 @pytest.fixture(scope="module")
 def scaling(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scaling]:
     lab.kubectl("create", "namespace", NAMESPACE)
@@ -165,21 +184,7 @@ def scaling(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scal
         ],
     )
     scaling = Scaling(lab, reader, deployments, hpas, controller, time.monotonic())
-    # minute-long behavior policies run in the background of the other tests
-    scaling.add(
-        BEHAVIOR_PODS,
-        metrics=[offered_load_metric(BEHAVIOR_PODS, "10")],
-        max_replicas=10,
-        behavior=_scale_up_only({"type": "Pods", "value": 4, "periodSeconds": 60}),
-        rps=100,
-    )
-    scaling.add(
-        BEHAVIOR_PERCENT,
-        metrics=[offered_load_metric(BEHAVIOR_PERCENT, "10")],
-        max_replicas=8,
-        behavior=_scale_up_only({"type": "Percent", "value": 100, "periodSeconds": 15}),
-        rps=80,
-    )
+    add_behavior_workloads(scaling)
     try:
         yield scaling
     finally:

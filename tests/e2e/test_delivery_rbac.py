@@ -48,17 +48,11 @@ from tests.e2e.controller_lab import (
     ApiReader,
     ObjectWatch,
     adapter_rules,
-    offered_load_metric,
     start_adapter,
     start_controller,
     stop_adapter,
 )
-from tests.e2e.test_controller_scaling import (
-    BEHAVIOR_PERCENT,
-    BEHAVIOR_PODS,
-    Scaling,
-    _scale_up_only,
-)
+from tests.e2e.test_controller_scaling import Scaling, add_behavior_workloads
 from tests.e2e.test_delivery import RBAC_KINDS, manifests, restricted_namespace, token_kubeconfig
 from tests.lab.lab import Lab
 from tests.lab.process import Component
@@ -248,20 +242,7 @@ def scaling(
             adapter=adapter,
             adapter_log_offset=adapter_log_offset,
         )
-        scaling.add(
-            BEHAVIOR_PODS,
-            metrics=[offered_load_metric(BEHAVIOR_PODS, "10")],
-            max_replicas=10,
-            behavior=_scale_up_only({"type": "Pods", "value": 4, "periodSeconds": 60}),
-            rps=100,
-        )
-        scaling.add(
-            BEHAVIOR_PERCENT,
-            metrics=[offered_load_metric(BEHAVIOR_PERCENT, "10")],
-            max_replicas=8,
-            behavior=_scale_up_only({"type": "Percent", "value": 100, "periodSeconds": 15}),
-            rps=80,
-        )
+        add_behavior_workloads(scaling)
         try:
             yield scaling
         finally:
