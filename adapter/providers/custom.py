@@ -20,6 +20,12 @@ Deliberate deviations (docs/adapter-values.md):
 - values carry the sample's real time and the rule's window instead of ``time.Now()`` and none;
 - the value query and its staleness probe go to Prometheus as one PromQL, each part tagged
   (``adapter.providers.evaluation.merged_query``): one round trip per request;
+- a probe answer that proved every value of its request fresh is reused for
+  ``ValueSettings.probe_reuse_seconds`` (default 1 s) by later requests for the same objects,
+  which then send the value query alone: each value's age is then measured from the reused
+  probe's newest-sample time (an upper bound of the real age), a value it cannot vouch for sends
+  a new merged query, and a series ended by a staleness marker is seen at most that much later
+  (docs/adapter-values.md, "Sharing the probe");
 - the rendered value query and staleness probe are kept for the index they were rendered from,
   keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
   HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
@@ -111,7 +117,7 @@ class CustomMetricValue:
     metric_selector: tuple[Requirement, ...] | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class _Plan:
     """info: normalized; label: the resource's label in the answer; sent: the PromQL sent (the
     value query, or it merged with its probe)."""
@@ -126,6 +132,17 @@ class _Plan:
     references: dict[tuple[str, str], dict[str, ObjectReference]] = field(default_factory=dict)
     """The described objects, by ``(apiVersion, kind)`` then name (immutable, so shared by the
     values of every request of this plan)."""
+    shared_probe: _SharedProbe | None = None
+    """The last probe answer that proved every value of its request fresh (replaced, never
+    mutated; ``_evaluate`` reuses it within ``ValueSettings.probe_reuse_seconds``)."""
+
+
+class _SharedProbe(NamedTuple):
+    """A probe answer kept for reuse: when it was sent (adapter monotonic seconds, taken before
+    sending, so the reuse window is never longer than said) and its freshness by object name."""
+
+    sent_monotonic: float
+    freshness: dict[str, Freshness]
 
 
 class _Judged(NamedTuple):
@@ -366,14 +383,48 @@ class CustomMetricsProvider:
         namespace: str | None,
         timeout_seconds: float | None,
     ) -> dict[str, _Judged]:
+        """Each name's value, judged. With a probe: the value query alone when a shared probe
+        younger than ``probe_reuse_seconds`` proves every value fresh, else (or when it does
+        not) the value query merged with a new probe, whose answer then decides."""
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
+        shared = plan.shared_probe if self.settings.probe_reuse_seconds > 0 else None
+        reuse = self.settings.probe_reuse_seconds
+        if (
+            plan.probe is not None
+            and shared is not None
+            and self._clock.monotonic() - shared.sent_monotonic <= reuse
+        ):
+            result = await run_instant(self._querier, plan.query, timeout_seconds=timeout_seconds)
+            by_name = _value_samples(plan, vector_samples(result))
+            judged, proven = self._judge(plan, names, by_name, shared.freshness)
+            if proven:
+                return judged
+            # a value the shared probe cannot vouch for: a new probe decides, as without reuse
+        sent_monotonic = self._clock.monotonic()
         result = await run_instant(self._querier, plan.sent, timeout_seconds=timeout_seconds)
         by_name, freshness = _split_answer(plan, vector_samples(result))
+        judged, proven = self._judge(plan, names, by_name, freshness)
+        if freshness is not None:
+            plan.shared_probe = _SharedProbe(sent_monotonic, freshness) if proven else None
+        return judged
+
+    def _judge(
+        self,
+        plan: _Plan,
+        names: Sequence[str],
+        by_name: dict[str, Sample],
+        freshness: dict[str, Freshness] | None,
+    ) -> tuple[dict[str, _Judged], bool]:
+        """The judged value of each name, and whether ``freshness`` proved every value that
+        Prometheus returned fresh (no ``STALE``). A value's age is its evaluation time (the
+        value sample's timestamp, Prometheus's clock) minus the probe's newest-sample time: for
+        a probe of an earlier evaluation that is an upper bound of the real age."""
         bound = self.settings.max_sample_age_seconds
         empty_is_zero = self.settings.policy(plan.info.metric).empty_is_zero
         times: dict[float, datetime] = {}  # the samples of one scrape share their time
         judged: dict[str, _Judged] = {}
+        proven = True
         for name in names:
             sample = by_name.get(name)
             if sample is None:
@@ -389,15 +440,20 @@ class CustomMetricsProvider:
             timestamp_seconds = sample.timestamp_seconds
             if freshness is not None and bound is not None:
                 fresh = freshness.get(name)
-                if fresh is None or fresh.age_seconds > bound:
+                if (
+                    fresh is None
+                    or timestamp_seconds - fresh.sample_time_seconds > bound
+                    or fresh.age_seconds > bound
+                ):
                     judged[name] = _Judged(None, None, MissingCause.STALE)
+                    proven = False
                     continue
                 timestamp_seconds = fresh.sample_time_seconds
             timestamp = times.get(timestamp_seconds)
             if timestamp is None:
                 timestamp = times[timestamp_seconds] = timestamp_from_seconds(timestamp_seconds)
             judged[name] = _Judged(milli, timestamp, None)
-        return judged
+        return judged, proven
 
     def _value(
         self,
@@ -436,6 +492,12 @@ class CustomMetricsProvider:
             self._metrics.missing.labels("custom", cause.value).inc()
 
 
+def _value_samples(plan: _Plan, samples: Sequence[Sample]) -> dict[str, Sample]:
+    """The samples of the bare value query, by object name."""
+    label = plan.label
+    return {sample.labels.get(label, ""): sample for sample in samples}
+
+
 def _split_answer(
     plan: _Plan, samples: Sequence[Sample]
 ) -> tuple[dict[str, Sample], dict[str, Freshness] | None]:
@@ -443,12 +505,10 @@ def _split_answer(
 
     With a probe the answer is ``merged_query``'s: every sample carries its part's tag; one
     without it means something between us and Prometheus rewrote the answer."""
+    if plan.probe is None:
+        return _value_samples(plan, samples), None
     label = plan.label
     by_name: dict[str, Sample] = {}
-    if plan.probe is None:
-        for sample in samples:
-            by_name[sample.labels.get(label, "")] = sample
-        return by_name, None
     freshness: dict[str, Freshness] = {}
     for sample in samples:
         labels = sample.labels

@@ -34,6 +34,7 @@ from adapter.rules import parse_duration_milliseconds
 
 INT64_MAX = 2**63 - 1
 MAX_DEFAULT_SAMPLE_AGE_SECONDS = 60.0
+DEFAULT_PROBE_REUSE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,21 @@ class ValueSettings:
     turns the check (and its extra probe query) off. Default 60 s, which is 2 x a 30 s scrape
     interval; use ``for_scrape_interval`` to derive it.
     query_timeout_seconds: per-request deadline toward Prometheus (None: the client's default).
+    probe_reuse_seconds: how long (adapter monotonic seconds from sending it) a custom-metrics
+        staleness probe that proved every value of its request fresh is reused by later requests
+        for the same objects, which then send the value query alone (default 1 s; 0 probes on
+        every request). A reused probe still proves freshness (the newest sample can only be
+        newer); see docs/adapter-values.md for what it delays.
     """
 
     max_sample_age_seconds: float | None = MAX_DEFAULT_SAMPLE_AGE_SECONDS
     policies: Mapping[str, MetricPolicy] = field(default_factory=dict)
     query_timeout_seconds: float | None = None
+    probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.probe_reuse_seconds < 0:
+            raise ValueError("probe_reuse_seconds must not be negative")
 
     @classmethod
     def for_scrape_interval(

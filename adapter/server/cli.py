@@ -197,6 +197,7 @@ async def _serve(
     value_settings = ValueSettings(
         max_sample_age_seconds=settings.max_sample_age_seconds or None,
         query_timeout_seconds=settings.prometheus_query_timeout_seconds,
+        probe_reuse_seconds=settings.staleness_probe_reuse_seconds,
     )
 
     def build(config: RuleConfig, provider_registry: CollectorRegistry) -> MetricProviders:

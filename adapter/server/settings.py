@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
-from adapter.providers.values import MAX_DEFAULT_SAMPLE_AGE_SECONDS
+from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
@@ -84,6 +84,10 @@ class Settings:
       max_sample_age_seconds: a custom or external value whose newest raw sample is older is
         missing (seconds, default 60, i.e. 2 x a 30 s scrape interval; 0 turns the check and its
         staleness probe off; ``--max-sample-age``, ours: docs/adapter-values.md).
+      staleness_probe_reuse_seconds: a staleness probe that proved every value of a request
+        fresh is reused this long by requests for the same objects, which then send the value
+        query alone (seconds, default 1; 0 probes on every request;
+        ``--staleness-probe-reuse``, ours: docs/adapter-values.md).
     Debugging:
       debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
       log_level: structlog JSON lines at this level and above (default ``info``; ``debug`` logs
@@ -125,6 +129,7 @@ class Settings:
     metrics_relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS
     metrics_max_age_seconds: float | None = None
     max_sample_age_seconds: float = MAX_DEFAULT_SAMPLE_AGE_SECONDS
+    staleness_probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
     debug_endpoints: bool = True
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -133,6 +138,8 @@ class Settings:
             raise ValueError("authorization_cache_ttl_seconds must be in (0, 10]")
         if self.max_sample_age_seconds < 0:
             raise ValueError("max_sample_age_seconds must not be negative")
+        if self.staleness_probe_reuse_seconds < 0:
+            raise ValueError("staleness_probe_reuse_seconds must not be negative")
         if self.authentication_cache_ttl_seconds < 0:
             raise ValueError("authentication_cache_ttl_seconds must not be negative")
         if self.metrics_relist_interval_seconds <= 0:
@@ -239,6 +246,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=d.max_sample_age_seconds,
         help="values whose newest raw sample is older are missing (0s: no staleness check)",
     )
+    p(
+        "--staleness-probe-reuse",
+        type=parse_go_duration_seconds,
+        default=d.staleness_probe_reuse_seconds,
+        help="a staleness probe that proved a request's values fresh is reused this long for "
+        "the same objects (0s: probe on every request)",
+    )
     p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
     p("--log-level", choices=("debug", "info", "warning", "error"), default=d.log_level)
 
@@ -279,6 +293,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         metrics_relist_interval_seconds=args.metrics_relist_interval,
         metrics_max_age_seconds=args.metrics_max_age,
         max_sample_age_seconds=args.max_sample_age,
+        staleness_probe_reuse_seconds=args.staleness_probe_reuse,
         debug_endpoints=args.debug_endpoints,
         log_level=args.log_level,
     )

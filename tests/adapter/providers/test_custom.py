@@ -274,3 +274,113 @@ async def test_repeated_requests_follow_new_pods_and_a_new_index() -> None:
         in sent_values
     )
     assert len(queries) - relisted == 1  # value and probe, rendered again for the new index
+
+
+# ---------------------------------------------------------------- the shared staleness probe
+
+
+def _value_only(queries: list[str]) -> list[bool]:
+    """For each query sent: True for the bare value query, False for value merged with probe."""
+    return [merged_parts(query) is None for query in queries]
+
+
+async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window() -> None:
+    """Requests for the same pods within ``probe_reuse_seconds`` of a probe send the value query
+    alone and keep the probe's sample time; after the window a new probe is sent."""
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1", "web-2": "2"}
+        setup.tables.ages = {"web-1": 3.0, "web-2": 4.0}
+        custom = setup.providers.custom
+
+        async def values() -> list[tuple[str, str, datetime]]:
+            listed = await custom.get_metric_by_selector(
+                pods(), namespace="ns1", selector="app=web"
+            )
+            return [(v.described_object.name, str(v.value), v.timestamp) for v in listed]
+
+        first = await values()
+        setup.tables.values = {"web-1": "5", "web-2": "6"}
+        setup.prometheus.eval_time_seconds = EVAL_SECONDS + 0.5
+        await setup.clock.advance(1.0)
+        reused = await values()
+        await setup.clock.advance(0.01)
+        setup.tables.ages = {"web-1": 0.5, "web-2": 0.5}
+        probed_again = await values()
+        queries = setup.prometheus.queries()
+    at = {
+        name: datetime.fromtimestamp(EVAL_SECONDS - age, UTC)
+        for name, age in (("web-1", 3.0), ("web-2", 4.0))
+    }
+    assert first == [("web-1", "1", at["web-1"]), ("web-2", "2", at["web-2"])]
+    # new values from Prometheus, the freshness (and so the timestamp) from the shared probe
+    assert reused == [("web-1", "5", at["web-1"]), ("web-2", "6", at["web-2"])]
+    newest = datetime.fromtimestamp(EVAL_SECONDS - 0.5, UTC)
+    assert probed_again == [("web-1", "5", newest), ("web-2", "6", newest)]
+    assert _value_only(queries[-3:]) == [False, True, False]
+
+
+async def test_a_shared_probe_too_old_for_a_value_sends_a_new_probe_that_decides() -> None:
+    """A reused probe measures a value's age from the newest sample it saw to the value's
+    evaluation time: past the bound it proves nothing, and a new merged query decides."""
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 29.0}
+        custom = setup.providers.custom
+        first = await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        setup.prometheus.eval_time_seconds = EVAL_SECONDS + 2.0  # 31 s after the probe's sample
+        setup.tables.ages = {"web-1": 1.0 - 2.0}  # a sample scraped 1 s before the new evaluation
+        second = await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        setup.tables.ages = {"web-1": 40.0 - 2.0}  # now the newest sample is 40 s old
+        setup.prometheus.eval_time_seconds = EVAL_SECONDS + 2.0
+        await setup.clock.advance(5.0)
+        with pytest.raises(MetricNotFoundError) as caught:
+            await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        queries = setup.prometheus.queries()
+    assert first.timestamp == datetime.fromtimestamp(EVAL_SECONDS - 29.0, UTC)
+    assert second.timestamp == datetime.fromtimestamp(EVAL_SECONDS + 1.0, UTC)
+    assert caught.value.cause is MissingCause.STALE
+    assert _value_only(queries[-4:]) == [False, True, False, False]
+
+
+async def test_a_probe_that_found_a_stale_value_is_not_reused() -> None:
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1", "web-2": "2"}
+        setup.tables.ages = {"web-1": 1.0, "web-2": 45.0}
+        custom = setup.providers.custom
+        for _ in range(2):
+            listed = await custom.get_metric_by_selector(
+                pods(), namespace="ns1", selector="app=web"
+            )
+            assert [v.described_object.name for v in listed] == ["web-1"]
+        queries = setup.prometheus.queries()
+    assert _value_only(queries[-2:]) == [False, False]
+
+
+async def test_within_the_window_a_series_that_left_the_probe_is_still_served() -> None:
+    """The documented cost of sharing: a series ended by a staleness marker (gone from the
+    probe, while ``rate`` still has a value) is seen as stale only once the window has passed;
+    with ``probe_reuse_seconds=0`` at once."""
+    for reuse, served in ((1.0, True), (0.0, False)):
+        settings = ValueSettings(max_sample_age_seconds=30.0, probe_reuse_seconds=reuse)
+        async with scenario(settings) as setup:
+            setup.tables.values = {"web-1": "1"}
+            setup.tables.ages = {"web-1": 1.0}
+            custom = setup.providers.custom
+            await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+            setup.tables.ages = {}
+            await setup.clock.advance(0.5)
+            try:
+                await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+                within: MissingCause | None = None
+            except MetricNotFoundError as error:
+                within = error.cause
+            await setup.clock.advance(0.51)
+            with pytest.raises(MetricNotFoundError) as caught:
+                await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        assert within is (None if served else MissingCause.STALE)
+        assert caught.value.cause is MissingCause.STALE
+
+
+def test_probe_reuse_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="probe_reuse_seconds"):
+        ValueSettings(probe_reuse_seconds=-1.0)

@@ -51,10 +51,12 @@ def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) ->
             "--prometheus-header=X-Scope-OrgID=tenant-a",
             "--authorization-webhook-cache-ttl=5s",
             "--max-sample-age=30s",
+            "--staleness-probe-reuse=0s",
         ]
     )
     settings = settings_from_args(args)
     assert settings.max_sample_age_seconds == 30.0
+    assert settings.staleness_probe_reuse_seconds == 0.0
     assert settings.config == Path("/etc/adapter/config.yaml")
     assert settings.metrics_relist_interval_seconds == 60.0
     assert settings.metrics_max_age_seconds == 330.0
@@ -68,6 +70,7 @@ def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) ->
     alias = build_parser().parse_args(["adapter", "--config=c", "--kubeconfig=/k"])
     assert settings_from_args(alias).kubeconfig == Path("/k")
     assert settings_from_args(alias).max_sample_age_seconds == 60.0  # 2 x a 30 s scrape
+    assert settings_from_args(alias).staleness_probe_reuse_seconds == 1.0
     explain = build_parser().parse_args(["adapter", "explain", "/apis/x", "--config=c"])
     assert explain.path == "/apis/x"
     assert explain.handler.__name__ == "main_explain"
