@@ -63,7 +63,7 @@ from adapter.providers.resource import (
     ResourceMetricsProvider,
 )
 from adapter.providers.telemetry import ProviderMetrics
-from adapter.providers.values import MetricPolicy, ValueSettings
+from adapter.providers.values import MetricPolicy, ValueSettings, milli_text
 from adapter.rules import (
     ResourceQueries,
     RESTMapper,
@@ -182,5 +182,6 @@ __all__ = [
     "build_providers",
     "custom_metric_request",
     "label_selector_json",
+    "milli_text",
     "parse_group_resource",
 ]

@@ -99,10 +99,13 @@ class IndexSource(Protocol):
     def index(self) -> MetricIndex: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CustomMetricValue:
     """``custom_metrics.MetricValue``, version-neutral.
 
+    value_milli: the value in thousandths (``value`` is it as a ``Quantity``, DecimalSI; the
+        server writes its text with ``milli_text`` without building one: a value per object per
+        request).
     metric_selector: the request's ``metricLabelSelector`` (``metric.selector`` in v1beta2,
         ``selector`` in v1beta1; None when it was empty, as upstream).
     window_seconds: None when unknown (``windowSeconds`` is then omitted).
@@ -111,10 +114,15 @@ class CustomMetricValue:
     described_object: ObjectReference
     metric: str
     _: KW_ONLY
-    value: Quantity
+    value_milli: int
     timestamp: datetime
     window_seconds: int | None
     metric_selector: tuple[Requirement, ...] | None = None
+
+    @property
+    def value(self) -> Quantity:
+        """``resource.NewMilliQuantity(value_milli, DecimalSI)``."""
+        return Quantity.from_milli(self.value_milli)
 
 
 @dataclass(kw_only=True)
@@ -481,7 +489,7 @@ class CustomMetricsProvider:
         return CustomMetricValue(
             described_object=reference,
             metric=plan.info.metric,
-            value=Quantity.from_milli(judged.value_milli),
+            value_milli=judged.value_milli,
             timestamp=judged.timestamp,
             window_seconds=plan.window_seconds,
             metric_selector=requirements or None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import structlog
 
@@ -66,9 +66,9 @@ def merged_query(query: str, probe: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Freshness:
-    """When the newest raw sample was scraped, and how old it was at evaluation."""
+class Freshness(NamedTuple):
+    """When the newest raw sample was scraped, and how old it was at evaluation (a named
+    tuple: one is built per object per request)."""
 
     sample_time_seconds: float
     age_seconds: float

@@ -132,6 +132,30 @@ def milli_from_text(text: str) -> int | None:
     return milli
 
 
+_DECIMAL_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def milli_text(value_milli: int) -> str:
+    """``str(Quantity.from_milli(value_milli))`` (DecimalSI, canonical) with integer operations:
+    upstream's ``int64Amount.AsCanonicalBytes`` (trailing zeros of the mantissa moved into the
+    exponent, the exponent lowered to a multiple of 3) and its SI suffix. The adapter writes
+    one per object per request; ``Quantity`` takes the ``Decimal`` route. Property-tested
+    against ``Quantity`` over the whole int64 range (tests/adapter/providers/test_values.py)."""
+    if value_milli == 0:
+        return "0"
+    amount = value_milli
+    exponent = -3
+    while amount % 10 == 0:
+        amount //= 10
+        exponent += 1
+    # Python's % is never negative: 1 means Go's 1 or -2, 2 means Go's 2 or -1
+    shift = exponent % 3
+    if shift:
+        amount *= 10**shift
+        exponent -= shift
+    return f"{amount}{_DECIMAL_SUFFIXES[exponent]}"
+
+
 def timestamp_from_seconds(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 

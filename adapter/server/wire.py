@@ -26,8 +26,10 @@ from adapter.providers import (
     CustomMetricValue,
     ExternalMetricValue,
     NodeUsage,
+    ObjectReference,
     PodUsage,
     label_selector_json,
+    milli_text,
 )
 from adapter.rules import Requirement
 
@@ -89,6 +91,27 @@ def _described_object(value: CustomMetricValue) -> JsonObject:
     return body
 
 
+DESCRIBED_OBJECTS_SIZE = 8192
+"""``describedObject`` bodies kept by reference identity (all dropped when full)."""
+_described_objects: dict[int, tuple[ObjectReference, JsonObject]] = {}
+
+
+def _shared_described_object(value: CustomMetricValue) -> JsonObject:
+    """``_described_object``, built once per ``ObjectReference`` instance (the providers keep
+    one per object and rendered query, so an HPA's next sync finds it). Keyed by ``id``; the
+    entry holds the reference, so the id cannot be reused while it is kept. The bodies are
+    shared between answers and must never be mutated (they are only serialized)."""
+    ref = value.described_object
+    entry = _described_objects.get(id(ref))
+    if entry is not None and entry[0] is ref:
+        return entry[1]
+    if len(_described_objects) >= DESCRIBED_OBJECTS_SIZE:
+        _described_objects.clear()
+    body = _described_object(value)
+    _described_objects[id(ref)] = (ref, body)
+    return body
+
+
 def custom_item_v1beta2(value: CustomMetricValue) -> JsonObject:
     return _custom_item_v1beta2(
         value,
@@ -107,7 +130,7 @@ def _custom_item_v1beta2(
     }
     if value.window_seconds is not None:
         item["windowSeconds"] = value.window_seconds
-    item["value"] = str(value.value)
+    item["value"] = milli_text(value.value_milli)
     return item
 
 
@@ -119,7 +142,7 @@ def custom_item_v1beta1(value: CustomMetricValue) -> JsonObject:
     }
     if value.window_seconds is not None:
         item["window"] = value.window_seconds
-    item["value"] = str(value.value)
+    item["value"] = milli_text(value.value_milli)
     item["selector"] = label_selector(value.metric_selector)
     return item
 
@@ -127,23 +150,44 @@ def custom_item_v1beta1(value: CustomMetricValue) -> JsonObject:
 def custom_value_list(version: str, values: Sequence[CustomMetricValue]) -> JsonObject:
     """``MetricValueList`` of ``custom.metrics.k8s.io/<version>`` (v1beta1 or v1beta2).
 
-    The items of one list mostly share their timestamp (one scrape) and always their metric
-    selector, so in v1beta2 each distinct one is formatted once per list."""
+    The items of one list mostly share their timestamp (one scrape), and always their metric
+    and metric selector, so in v1beta2 each distinct time text and ``metric`` object is made
+    once per list, and each ``describedObject`` once per reference (``_shared_described_object``):
+    what is left per item is one dict and its value text."""
     if version != "v1beta2":
         items = [custom_item_v1beta1(value) for value in values]
     else:
         times: dict[datetime, str] = {}
-        selectors: dict[tuple[Requirement, ...] | None, JsonObject | None] = {}
+        metrics: dict[tuple[str, tuple[Requirement, ...] | None], JsonObject] = {}
         items = []
+        append = items.append
         for value in values:
             time_text = times.get(value.timestamp)
             if time_text is None:
                 time_text = times[value.timestamp] = format_time(value.timestamp)
-            if value.metric_selector in selectors:
-                selector = selectors[value.metric_selector]
+            metric_key = (value.metric, value.metric_selector)
+            metric = metrics.get(metric_key)
+            if metric is None:
+                selector = label_selector(value.metric_selector)
+                metric = metrics[metric_key] = {"name": value.metric, "selector": selector}
+            window = value.window_seconds
+            item: JsonObject
+            if window is None:
+                item = {
+                    "describedObject": _shared_described_object(value),
+                    "metric": metric,
+                    "timestamp": time_text,
+                    "value": milli_text(value.value_milli),
+                }
             else:
-                selector = selectors[value.metric_selector] = label_selector(value.metric_selector)
-            items.append(_custom_item_v1beta2(value, time_text=time_text, selector=selector))
+                item = {
+                    "describedObject": _shared_described_object(value),
+                    "metric": metric,
+                    "timestamp": time_text,
+                    "windowSeconds": window,
+                    "value": milli_text(value.value_milli),
+                }
+            append(item)
     return {
         "kind": "MetricValueList",
         "apiVersion": f"{CUSTOM_GROUP}/{version}",

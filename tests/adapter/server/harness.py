@@ -52,7 +52,7 @@ def value(
             api_version=api_version, kind=kind, name=name, namespace=namespace
         ),
         metric=metric,
-        value=Quantity.from_milli(milli),
+        value_milli=milli,
         timestamp=STAMP,
         window_seconds=window_seconds,
         metric_selector=requirements,

@@ -16,7 +16,6 @@ from adapter.server.wire import (
     format_time,
     label_selector,
 )
-from hpa.core.quantity import Quantity
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,7 @@ def test_a_value_list_formats_each_item_with_its_own_time_and_selector() -> None
         CustomMetricValue(
             ObjectReference("v1", "Pod", name=name, namespace="ns1"),
             "m",
-            value=Quantity.from_milli(milli),
+            value_milli=milli,
             timestamp=first + timedelta(seconds=offset),
             window_seconds=120,
             metric_selector=chosen,
@@ -88,3 +87,37 @@ def test_a_value_list_formats_each_item_with_its_own_time_and_selector() -> None
         None,
     ]
     assert [item["value"] for item in body["items"]] == ["1500m", "2", "250m"]
+
+
+def test_value_lists_keep_each_object_and_window_apart_across_answers() -> None:
+    """``describedObject`` bodies are reused per reference across answers: a reference built
+    anew (another object, or the same one for another namespace) never gets another's body,
+    and a value without a window has no ``windowSeconds``."""
+    stamp = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def value(ref: ObjectReference, *, window: int | None = 60) -> CustomMetricValue:
+        return CustomMetricValue(ref, "m", value_milli=1, timestamp=stamp, window_seconds=window)
+
+    web = ObjectReference("v1", "Pod", name="web", namespace="a")
+    first = custom_value_list("v1beta2", [value(web)])
+    again = custom_value_list("v1beta2", [value(web)])
+    others = [
+        ObjectReference("v1", "Pod", name="web", namespace="b"),
+        ObjectReference("apps/v1", "Deployment", name="web", namespace="a"),
+        ObjectReference("v1", "Node", name="web"),
+    ]
+    listed = custom_value_list("v1beta2", [value(ref, window=None) for ref in others])
+    assert first == again
+    assert first["items"][0]["describedObject"] == {
+        "kind": "Pod",
+        "namespace": "a",
+        "name": "web",
+        "apiVersion": "v1",
+    }
+    assert [item["describedObject"] for item in listed["items"]] == [
+        {"kind": "Pod", "namespace": "b", "name": "web", "apiVersion": "v1"},
+        {"kind": "Deployment", "namespace": "a", "name": "web", "apiVersion": "apps/v1"},
+        {"kind": "Node", "name": "web", "apiVersion": "v1"},
+    ]
+    assert ["windowSeconds" in item for item in listed["items"]] == [False, False, False]
+    assert first["items"][0]["windowSeconds"] == 60
