@@ -49,7 +49,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -96,7 +95,7 @@ from hpa.core.decision import (
     apply_rescale_result,
     decide,
 )
-from hpa.core.explain import Explanation, Stage
+from hpa.core.explain import Explanation
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
@@ -125,7 +124,6 @@ ErrorLabel = Literal["spec", "internal", "none"]
 
 _NO_EXPLANATION = Explanation()
 _BUCKETS = tuple(0.001 * 2**i for i in range(15))  # metrics.ExponentialBuckets(0.001, 2, 15)
-_PROPOSAL = re.compile(r": proposes (-?\d+) replicas$")
 _SPEC_REASONS = ("InvalidMetricSourceType",)
 _API_OF_SOURCE = {
     MetricSourceType.RESOURCE: "resource metrics API",
@@ -299,7 +297,9 @@ class HorizontalControllerMetrics:
 
 def _seconds(moment: datetime | None) -> datetime | None:
     """The API stores ``metav1.Time`` in whole seconds."""
-    return None if moment is None else moment.replace(microsecond=0)
+    if moment is None or moment.microsecond == 0:
+        return moment
+    return moment.replace(microsecond=0)
 
 
 def _conditions_equal(
@@ -308,17 +308,18 @@ def _conditions_equal(
     if len(old) != len(new):
         return False
     return all(
-        (a.type, a.status, a.reason, a.message, _seconds(a.last_transition_time))
+        a is b
+        or (a.type, a.status, a.reason, a.message, _seconds(a.last_transition_time))
         == (b.type, b.status, b.reason, b.message, _seconds(b.last_transition_time))
         for a, b in zip(old, new, strict=True)
     )
 
 
 def _value_close(old: int | None, new: int | None, *, tolerance: Decimal) -> bool:
-    if old is None or new is None:
-        return old is None and new is None
-    if tolerance == 0:
-        return old == new
+    if old == new:
+        return True
+    if old is None or new is None or tolerance == 0:
+        return False
     return abs(Decimal(new) - Decimal(old)) <= tolerance * abs(Decimal(old))
 
 
@@ -430,34 +431,30 @@ def _split_key(key: str) -> tuple[str, str]:
 
 
 def _metric_actions(decision: Decision, metrics: Sequence[MetricSpec]) -> list[Action]:
-    """Each metric's own proposal against the current replicas, from the decision's trace."""
-    entries = [e for e in decision.explanation.entries if e.stage == Stage.METRIC]
+    """Each metric's own proposal against the current replicas."""
+    proposals = decision.metric_proposals
+    current = decision.current_replicas
     actions: list[Action] = []
     for index in range(len(metrics)):
-        action: Action = "none"
-        if index < len(entries):
-            match = _PROPOSAL.search(entries[index].summary)
-            if match is not None:
-                proposal = int(match.group(1))
-                if proposal > decision.current_replicas:
-                    action = "scale_up"
-                elif proposal < decision.current_replicas:
-                    action = "scale_down"
-        actions.append(action)
+        proposal = proposals[index] if index < len(proposals) else None
+        if proposal is None or proposal == current:
+            actions.append("none")
+        else:
+            actions.append("scale_up" if proposal > current else "scale_down")
     return actions
 
 
 def _metric_error_labels(decision: Decision, metrics: Sequence[MetricSpec]) -> list[ErrorLabel]:
-    entries = [e for e in decision.explanation.entries if e.stage == Stage.METRIC]
+    failures = decision.metric_failures
     labels: list[ErrorLabel] = []
     for index in range(len(metrics)):
-        label: ErrorLabel = "none"
-        if index < len(entries) and " failed: " in entries[index].summary:
-            reason = entries[index].summary.rpartition(" failed: ")[2]
-            text = str(dict(entries[index].details).get("error", ""))
-            invalid_source = "invalid" in text and "metric source" in text
-            label = "spec" if reason in _SPEC_REASONS or invalid_source else "internal"
-        labels.append(label)
+        failure = failures[index] if index < len(failures) else None
+        if failure is None:
+            labels.append("none")
+            continue
+        reason, text = failure
+        invalid_source = "invalid" in text and "metric source" in text
+        labels.append("spec" if reason in _SPEC_REASONS or invalid_source else "internal")
     return labels
 
 
@@ -483,11 +480,18 @@ class HorizontalController:
         selector_index: HPASelectorIndex | None = None,
         registry: CollectorRegistry | None = None,
         on_sync_interval: Callable[[str, float], None] | None = None,
+        render_explanations: bool = True,
     ) -> None:
         """``on_sync_interval(key, seconds)`` is called with each effective sync interval (the
         seconds between the starts of two reconciles of ``key``), the value the
-        ``sync_interval_seconds`` histogram observes; benchmarks use it for exact percentiles."""
+        ``sync_interval_seconds`` histogram observes; benchmarks use it for exact percentiles.
+
+        ``render_explanations=False`` keeps each HPA's last report as returned, its trace not
+        rendered (``last_explanation`` renders it on demand): for embedders that reconcile a few
+        HPAs many times and read the returned reports, such as the simulator. The default keeps
+        the trace as text, which is what 10,000 HPAs can afford (see :meth:`reconcile_key`)."""
         self.settings = settings
+        self._render_explanations = render_explanations
         self._on_sync_interval = on_sync_interval
         self._horizontal = settings.horizontal
         self._hpas = hpas
@@ -537,17 +541,20 @@ class HorizontalController:
 
     def last_report(self, key: str) -> ReconcileReport | None:
         """The last reconcile of ``key``; its trace is kept rendered (:meth:`last_explanation`),
-        so ``explanation`` of a kept report is empty."""
+        so ``explanation`` of a kept report is empty (unless ``render_explanations=False``)."""
         return self._reports.get(key)
 
     def last_explanation(self, key: str) -> str | None:
         """The rendered trace of the last reconcile of ``key``."""
+        if not self._render_explanations:
+            report = self._reports.get(key)
+            return None if report is None else report.explanation.render()
         return self._explanations.get(key)
 
     def debug_state(self) -> dict[str, Any]:
         """Every HPA's last reconcile, JSON-ready (served by the debug endpoint)."""
         return {
-            key: report.to_dict(explanation=self._explanations.get(key, ""))
+            key: report.to_dict(explanation=self.last_explanation(key) or "")
             for key, report in sorted(self._reports.items())
         }
 
@@ -581,9 +588,12 @@ class HorizontalController:
             self._observe_reconciliation("none", "internal", started=started)
             raise
         self._observe_reconciliation(report.action, report.error_label, started=started)
-        # kept for the debug endpoint as text: a third of the trace's objects, for 10,000 HPAs
-        self._explanations[key] = report.explanation.render()
-        self._reports[key] = dataclasses.replace(report, explanation=_NO_EXPLANATION)
+        if self._render_explanations:
+            # kept for the debug endpoint as text: a third of the trace's objects, for 10,000 HPAs
+            self._explanations[key] = report.explanation.render()
+            self._reports[key] = dataclasses.replace(report, explanation=_NO_EXPLANATION)
+        else:
+            self._reports[key] = report
         return report
 
     def _observe_reconciliation(self, action: Action, error: ErrorLabel, *, started: float) -> None:

@@ -273,6 +273,12 @@ class Decision:
     reference: str
     rescale_succeeded: bool | None = None
     """``None`` until :func:`apply_rescale_result` records the scale update's outcome."""
+    metric_proposals: tuple[int | None, ...] = ()
+    """Each evaluated metric's proposed replicas, in ``spec.metrics`` order (``None``: it failed);
+    empty when no metric was evaluated (the trace's ``metric`` entries, as numbers)."""
+    metric_failures: tuple[tuple[str, str] | None, ...] = ()
+    """Each evaluated metric's failure as ``(reason, error)`` (``None``: it proposed), in the same
+    order as :attr:`metric_proposals`."""
     _pending: _PendingRescale | None = None
 
 
@@ -346,6 +352,8 @@ class _Context:
     now: datetime
     events: list[Event] = field(default_factory=list)
     trace: list[TraceEntry] = field(default_factory=list)
+    proposals: list[int | None] = field(default_factory=list)
+    failures: list[tuple[str, str] | None] = field(default_factory=list)
 
     def set(self, condition_type: str, status: ConditionStatus, reason: str, message: str) -> None:
         self.conditions = set_condition(
@@ -909,11 +917,15 @@ def _compute_replicas_for_metrics(
                 )
             )
             statuses.append(MetricStatus(type=""))
+            ctx.proposals.append(None)
+            ctx.failures.append((failure.reason, failure.returned_error))
             if invalid_count == 0:
                 first_failure = failure
             invalid_count += 1
             continue
         statuses.append(proposal.status)
+        ctx.proposals.append(proposal.replicas)
+        ctx.failures.append(None)
         ctx.trace.append(proposal.trace)
         if replicas == 0 or proposal.replicas > replicas:
             replicas = proposal.replicas
@@ -1198,6 +1210,8 @@ def decide(
                     f"{reference}: {result.error}"
                 ),
                 explanation=Explanation(tuple(ctx.trace)),
+                metric_proposals=tuple(ctx.proposals),
+                metric_failures=tuple(ctx.failures),
                 reference=reference,
             )
         error = result.error
@@ -1311,6 +1325,8 @@ def decide(
         error=error,
         explanation=Explanation(tuple(ctx.trace)),
         reference=reference,
+        metric_proposals=tuple(ctx.proposals),
+        metric_failures=tuple(ctx.failures),
         _pending=pending,
     )
 
@@ -1436,5 +1452,7 @@ def apply_rescale_result(
         explanation=trace.with_entry(
             TraceEntry(Stage.RESCALE, f"scaled {decision.current_replicas} -> {desired}")
         ),
+        metric_proposals=decision.metric_proposals,
+        metric_failures=decision.metric_failures,
         _pending=None,
     )

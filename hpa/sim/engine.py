@@ -208,6 +208,7 @@ def _build(
         status_writer=hpas,
         events=events,
         clock=clock,
+        render_explanations=False,  # the engine renders the rescales' traces it keeps
     )
     key = f"{hpa.namespace}/{hpa.name}"
     controller.track(key)
