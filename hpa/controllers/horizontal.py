@@ -49,11 +49,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -118,6 +118,8 @@ log = structlog.get_logger("hpa.controllers.horizontal")
 
 METRIC_PREFIX = "hpa_horizontal_controller_"
 """Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
+
+_T = TypeVar("_T")
 
 Action = Literal["scale_up", "scale_down", "none"]
 ErrorLabel = Literal["spec", "internal", "none"]
@@ -213,6 +215,28 @@ class HPASelectorStore:
 # ---------------------------------------------------------------------------------- metrics
 
 
+class _Unobserved:
+    """A metric family, and each of its children, that records nothing."""
+
+    def labels(self, *values: str, **labels: str) -> _Unobserved:
+        return self
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass
+
+    def set(self, value: float) -> None:
+        pass
+
+    def remove(self, *values: str) -> None:
+        pass
+
+
+_UNOBSERVED = _Unobserved()
+
+
 class HorizontalControllerMetrics:
     """Upstream's ``monitor`` family under :data:`METRIC_PREFIX`, plus ours, on one registry."""
 
@@ -277,6 +301,27 @@ class HorizontalControllerMetrics:
             ["outcome"],
             registry=registry,
         )
+
+    @classmethod
+    def unobserved(cls) -> HorizontalControllerMetrics:
+        """Families that record nothing: for embedders without a ``/metrics`` endpoint, such as
+        the simulator (each metric update takes a lock; a simulated week makes a million)."""
+        metrics = cls.__new__(cls)
+        for name in (
+            "reconciliations",
+            "reconciliation_duration",
+            "metric_computations",
+            "metric_computation_duration",
+            "desired_replicas",
+            "num_hpas",
+            "queue_depth",
+            "sync_interval",
+            "dry_run_rescales",
+            "status_writes",
+        ):
+            setattr(metrics, name, _UNOBSERVED)
+        metrics._children = {}
+        return metrics
 
     def observe_queue_depth(self, depth: int) -> None:
         """Hook for ``WorkQueue(on_depth=...)``."""
@@ -458,6 +503,52 @@ def _metric_error_labels(decision: Decision, metrics: Sequence[MetricSpec]) -> l
     return labels
 
 
+class _Resumed(Generic[_T]):
+    """Awaiting this finishes ``coro``, whose first step has already run and yielded
+    ``first``; what the awaiting task sends or throws in (a cancellation, the deadline) is passed
+    on to ``coro``, as ``await coro`` would."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, _T], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, _T]:
+        coro = self._coro
+        signal = self._first
+        while True:
+            try:
+                sent = yield signal
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 - passed on, as `await` would
+                try:
+                    signal = coro.throw(error)
+                except StopIteration as done:
+                    return cast(_T, done.value)
+            else:
+                try:
+                    signal = coro.send(sent)
+                except StopIteration as done:
+                    return cast(_T, done.value)
+
+
+async def _within_deadline(coro: Coroutine[Any, Any, _T], seconds: float) -> _T:
+    """``await coro`` under ``asyncio.timeout(seconds)``, without arming a timer when ``coro``
+    finishes without suspending (an in-memory port, a cache hit): nothing could have interrupted
+    it, and the timer is a third of the cost of such a fetch. The deadline is taken before the
+    first step, as ``asyncio.timeout`` would."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    try:
+        first = coro.send(None)
+    except StopIteration as done:
+        return cast(_T, done.value)
+    async with asyncio.timeout_at(deadline):
+        return await _Resumed(coro, first)
+
+
 class HorizontalController:
     """Reconciles one HPA key at a time through the ports; keeps per-HPA history in memory.
 
@@ -481,6 +572,7 @@ class HorizontalController:
         registry: CollectorRegistry | None = None,
         on_sync_interval: Callable[[str, float], None] | None = None,
         render_explanations: bool = True,
+        observe: bool = True,
     ) -> None:
         """``on_sync_interval(key, seconds)`` is called with each effective sync interval (the
         seconds between the starts of two reconciles of ``key``), the value the
@@ -489,7 +581,9 @@ class HorizontalController:
         ``render_explanations=False`` keeps each HPA's last report as returned, its trace not
         rendered (``last_explanation`` renders it on demand): for embedders that reconcile a few
         HPAs many times and read the returned reports, such as the simulator. The default keeps
-        the trace as text, which is what 10,000 HPAs can afford (see :meth:`reconcile_key`)."""
+        the trace as text, which is what 10,000 HPAs can afford (see :meth:`reconcile_key`).
+        ``observe=False`` records no Prometheus metrics (:meth:`HorizontalControllerMetrics.
+        unobserved`; ``registry`` is then unused)."""
         self.settings = settings
         self._render_explanations = render_explanations
         self._on_sync_interval = on_sync_interval
@@ -504,7 +598,11 @@ class HorizontalController:
         self.selector_index: HPASelectorIndex = (
             selector_index if selector_index is not None else HPASelectorStore()
         )
-        self.metrics = HorizontalControllerMetrics(registry or CollectorRegistry())
+        self.metrics = (
+            HorizontalControllerMetrics(registry or CollectorRegistry())
+            if observe
+            else HorizontalControllerMetrics.unobserved()
+        )
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
         self._selectors: dict[str, tuple[str, Selector]] = {}
@@ -661,8 +759,10 @@ class HorizontalController:
         started = self._clock.monotonic()
         api = _API_OF_SOURCE.get(MetricSourceType(spec.type)) if spec.type in _API_OF_SOURCE else ""
         try:
-            async with asyncio.timeout(self.settings.metric_timeout_seconds):
-                observation = await self._call_metrics(spec, namespace, selector=selector)
+            observation = await _within_deadline(
+                self._call_metrics(spec, namespace, selector=selector),
+                self.settings.metric_timeout_seconds,
+            )
         except TimeoutError:
             observation = MetricFetchError(
                 f"unable to fetch metrics from {api}: context deadline exceeded "

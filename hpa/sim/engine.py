@@ -209,6 +209,7 @@ def _build(
         events=events,
         clock=clock,
         render_explanations=False,  # the engine renders the rescales' traces it keeps
+        observe=False,  # nothing serves the controller's /metrics in a simulation
     )
     key = f"{hpa.namespace}/{hpa.name}"
     controller.track(key)

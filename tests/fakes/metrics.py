@@ -48,6 +48,10 @@ class FakeMetricsClient:
     def __init__(self) -> None:
         self.answers: dict[MetricKey, Answer] = {}
         self.hanging: set[MetricKey] = set()
+        self.suspending: dict[MetricKey, asyncio.Event] = {}
+        """Metrics that answer only once their event is set, yielding to the loop until then."""
+        self.cancelled: list[MetricKey] = []
+        """Calls cancelled while suspended or hanging (the caller's deadline, a shutdown)."""
         self.raising: dict[MetricKey, Exception] = {}
         self.calls: list[MetricsCall] = []
 
@@ -136,10 +140,18 @@ class FakeMetricsClient:
 
     async def _answer(self, key: MetricKey, missing: str, *, selector: str = "") -> Answer:
         hang = key in self.hanging
+        gate = self.suspending.get(key)
+        requested = key
         if selector and (*key, selector) in self.answers:
             key = (*key, selector)
-        if hang or key in self.hanging:
-            await asyncio.Event().wait()  # until the caller's deadline cancels it
+        try:
+            if hang or key in self.hanging:
+                await asyncio.Event().wait()  # until the caller's deadline cancels it
+            while gate is not None and not gate.is_set():  # noqa: ASYNC110 - deliberate
+                await asyncio.sleep(0)  # a bare yield: a cancellation is thrown in here
+        except asyncio.CancelledError:
+            self.cancelled.append(requested)
+            raise
         if key in self.raising:
             raise self.raising[key]
         return self.answers.get(key, MetricFetchError(missing))

@@ -543,6 +543,56 @@ async def test_a_metric_past_its_deadline_fails_alone_and_does_not_block_another
     ]
 
 
+async def test_a_metric_that_suspends_then_answers_within_its_deadline_is_used() -> None:
+    h = Harness(metric_timeout_seconds=5)
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=1000)
+    gate = h.metrics.suspending[("resource", NS, "cpu", "")] = asyncio.Event()
+
+    task = asyncio.create_task(h.controller.reconcile_key(hpa.key))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not task.done(), "the reconcile waits on its metric"
+    gate.set()
+    report = await task
+
+    assert report is not None
+    assert report.error is None
+    assert report.scaled
+    assert h.scales.replicas(NS, target()) == 4
+    assert h.metrics.cancelled == []
+
+
+async def test_cancelling_a_reconcile_cancels_its_pending_metric_call() -> None:
+    h = Harness(metric_timeout_seconds=5)
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=1000)
+    h.metrics.suspending[("resource", NS, "cpu", "")] = asyncio.Event()
+
+    task = asyncio.create_task(h.controller.reconcile_key(hpa.key))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):  # a swallowed cancellation would spin forever
+            await task
+
+    assert h.metrics.cancelled == [("resource", NS, "cpu", "")]
+    assert h.scales.replicas(NS, target()) == 2, "nothing was written"
+    assert h.events.reasons(hpa.key) == []
+
+
+async def test_a_hanging_metric_is_cancelled_at_its_deadline() -> None:
+    h = Harness(metric_timeout_seconds=0.05)
+    hpa = h.add(make_hpa(), replicas=2, cpu_milli=1000)
+    h.metrics.hanging.add(("resource", NS, "cpu", ""))
+
+    report = await h.controller.reconcile_key(hpa.key)
+
+    assert report is not None
+    assert report.error is not None
+    assert "context deadline exceeded (after 0.05s)" in report.error
+    assert h.metrics.cancelled == [("resource", NS, "cpu", "")]
+
+
 # ------------------------------------------------------------------------------- selectors
 
 
