@@ -86,6 +86,10 @@ from hpa.core.quantity import Quantity
 
 log = structlog.get_logger(__name__)
 
+REFRESH_AHEAD = 0.75
+"""A shared probe older than this fraction of ``probe_reuse_seconds`` is renewed by the next
+request (the others keep reusing it meanwhile)."""
+
 PLAN_CACHE_SIZE = 256
 """Rendered plans kept per index (the oldest is dropped first)."""
 
@@ -141,8 +145,10 @@ class _Plan:
     """The described objects, by ``(apiVersion, kind)`` then name (immutable, so shared by the
     values of every request of this plan)."""
     shared_probe: _SharedProbe | None = None
-    """The last probe answer that proved every value of its request fresh (replaced, never
+    """The newest probe answer that proved every value of its request fresh (replaced, never
     mutated; ``_evaluate`` reuses it within ``ValueSettings.probe_reuse_seconds``)."""
+    refreshing: int = 0
+    """Merged queries (value and probe) of this plan in flight."""
 
 
 class _SharedProbe(NamedTuple):
@@ -397,24 +403,32 @@ class CustomMetricsProvider:
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         shared = plan.shared_probe if self.settings.probe_reuse_seconds > 0 else None
-        reuse = self.settings.probe_reuse_seconds
-        if (
-            plan.probe is not None
-            and shared is not None
-            and self._clock.monotonic() - shared.sent_monotonic <= reuse
-        ):
-            result = await run_instant(self._querier, plan.query, timeout_seconds=timeout_seconds)
-            by_name = _value_samples(plan, vector_samples(result))
-            judged, proven = self._judge(plan, names, by_name, shared.freshness)
-            if proven:
-                return judged
-            # a value the shared probe cannot vouch for: a new probe decides, as without reuse
+        if plan.probe is not None and shared is not None:
+            reuse = self.settings.probe_reuse_seconds
+            age = self._clock.monotonic() - shared.sent_monotonic
+            # past REFRESH_AHEAD of the window one request (at a time) probes anew while the
+            # others keep reusing, so requests rarely find the shared probe expired
+            if age <= reuse and (age <= REFRESH_AHEAD * reuse or plan.refreshing):
+                result = await run_instant(
+                    self._querier, plan.query, timeout_seconds=timeout_seconds
+                )
+                by_name = _value_samples(plan, vector_samples(result))
+                judged, proven = self._judge(plan, names, by_name, shared.freshness)
+                if proven:
+                    return judged
+                # a value the shared probe cannot vouch for: a new probe decides, as without reuse
         sent_monotonic = self._clock.monotonic()
-        result = await run_instant(self._querier, plan.sent, timeout_seconds=timeout_seconds)
+        plan.refreshing += 1
+        try:
+            result = await run_instant(self._querier, plan.sent, timeout_seconds=timeout_seconds)
+        finally:
+            plan.refreshing -= 1
         by_name, freshness = _split_answer(plan, vector_samples(result))
         judged, proven = self._judge(plan, names, by_name, freshness)
         if freshness is not None:
-            plan.shared_probe = _SharedProbe(sent_monotonic, freshness) if proven else None
+            latest = plan.shared_probe
+            if latest is None or latest.sent_monotonic <= sent_monotonic:
+                plan.shared_probe = _SharedProbe(sent_monotonic, freshness) if proven else None
         return judged
 
     def _judge(

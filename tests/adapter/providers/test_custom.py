@@ -286,7 +286,8 @@ def _value_only(queries: list[str]) -> list[bool]:
 
 async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window() -> None:
     """Requests for the same pods within ``probe_reuse_seconds`` of a probe send the value query
-    alone and keep the probe's sample time; after the window a new probe is sent."""
+    alone and keep the probe's sample time; past three quarters of the window the next request
+    probes anew (and once the window is over, every request would)."""
     async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
         setup.tables.values = {"web-1": "1", "web-2": "2"}
         setup.tables.ages = {"web-1": 3.0, "web-2": 4.0}
@@ -301,7 +302,7 @@ async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window
         first = await values()
         setup.tables.values = {"web-1": "5", "web-2": "6"}
         setup.prometheus.eval_time_seconds = EVAL_SECONDS + 0.5
-        await setup.clock.advance(1.0)
+        await setup.clock.advance(0.75)
         reused = await values()
         await setup.clock.advance(0.01)
         setup.tables.ages = {"web-1": 0.5, "web-2": 0.5}
@@ -317,6 +318,26 @@ async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window
     newest = datetime.fromtimestamp(EVAL_SECONDS - 0.5, UTC)
     assert probed_again == [("web-1", "5", newest), ("web-2", "6", newest)]
     assert _value_only(queries[-3:]) == [False, True, False]
+
+
+async def test_while_one_request_renews_the_shared_probe_the_others_reuse_it() -> None:
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1.0}
+        custom = setup.providers.custom
+        await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await setup.clock.advance(0.9)
+        before = len(setup.prometheus.requests)
+        gate = setup.prometheus.hold()
+        renewing = asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
+        await setup.prometheus.wait_for_requests(before + 1)
+        reusing = asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
+        await setup.prometheus.wait_for_requests(before + 2)
+        gate.set()
+        values = await asyncio.gather(renewing, reusing)
+        queries = setup.prometheus.queries()
+    assert [str(value.value) for value in values] == ["1", "1"]
+    assert _value_only(queries[-2:]) == [False, True]
 
 
 async def test_a_shared_probe_too_old_for_a_value_sends_a_new_probe_that_decides() -> None:
