@@ -96,6 +96,7 @@ from hpa.core.decision import (
     decide,
 )
 from hpa.core.explain import Explanation
+from hpa.core.frozen import fast_init
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
@@ -201,6 +202,9 @@ class HPASelectorStore:
         selectors = self._namespaces.get(namespace)
         if not selectors:
             return ()
+        if len(selectors) == 1:  # the common namespace: one HPA, so one matching pod settles it
+            ((only, selector),) = selectors.items()
+            return (only,) if any(selector.matches(labels) for labels in pod_labels) else ()
         found: set[str] = set()
         seen: dict[int, Mapping[str, str]] = {}  # holds each mapping, so no id is reused
         for labels in pod_labels:
@@ -423,6 +427,7 @@ def status_needs_write(
 # ------------------------------------------------------------------------------ the controller
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReconcileReport:
     """What one reconcile did: for logs, the debug endpoint, tests and the simulator."""
@@ -605,7 +610,8 @@ class HorizontalController:
         )
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
-        self._selectors: dict[str, tuple[str, Selector]] = {}
+        self._selectors: dict[str, tuple[str, Selector, str]] = {}
+        """Per HPA: the scale's selector text, parsed, and in canonical form (sent to metrics)."""
         self._reports: dict[str, ReconcileReport] = {}
         self._explanations: dict[str, str] = {}
         self._desired_gauges: dict[str, Any] = {}
@@ -731,26 +737,29 @@ class HorizontalController:
 
     def _check_selector(
         self, hpa: HorizontalPodAutoscalerObject, key: str, *, text: str
-    ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod]]:
-        """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps."""
+    ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod], str]:
+        """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps.
+        Also returns the selector's canonical text (what the metrics calls are given)."""
         if text == "":
-            return SelectorCheck(), None, ()
+            return SelectorCheck(), None, (), ""
         cached = self._selectors.get(key)
         if cached is not None and cached[0] == text:
-            selector = cached[1]  # the target's selector rarely changes: parse it once
+            # the target's selector rarely changes: parse and print it once
+            _, selector, canonical = cached
         else:
             try:
                 selector = parse_selector(text)
             except SelectorError as error:
-                return SelectorCheck(parse_error=str(error)), None, ()
-            self._selectors[key] = (text, selector)
+                return SelectorCheck(parse_error=str(error)), None, (), ""
+            canonical = selector.to_string()
+            self._selectors[key] = (text, selector, canonical)
         self.selector_index.put_if_present(hpa.namespace, key, selector=selector)
         pods = self._pods.list_pods(hpa.namespace, selector)
         selecting = set(
             self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))
         )
         selecting.add(key)
-        return SelectorCheck(selecting_hpas=tuple(sorted(selecting))), selector, pods
+        return SelectorCheck(selecting_hpas=tuple(sorted(selecting))), selector, pods, canonical
 
     async def _fetch_metric(
         self, spec: MetricSpec, namespace: str, *, selector: str
@@ -848,9 +857,10 @@ class HorizontalController:
         if isinstance(scale, ScaleSnapshot) and self._metrics_needed(
             spec, scale, previous=hpa.status
         ):
-            selector_check, selector, pods = self._check_selector(hpa, key, text=scale.selector)
+            selector_check, selector, pods, selector_text = self._check_selector(
+                hpa, key, text=scale.selector
+            )
             if selector is not None and len(selector_check.selecting_hpas) <= 1:
-                selector_text = selector.to_string()
                 if len(spec.metrics) == 1:  # no task to wrap a lone fetch in
                     fetched = [
                         await self._fetch_metric(

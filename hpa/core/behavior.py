@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from hpa.core.frozen import fast_init
 from hpa.core.spec import (
     HorizontalPodAutoscalerBehavior,
     ResolvedRules,
@@ -44,6 +45,7 @@ def _seconds(seconds: float) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedRecommendation:
     """``timestampedRecommendation``: one unstabilized recommendation and when it was made."""
@@ -52,6 +54,7 @@ class TimestampedRecommendation:
     timestamp: datetime
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedScaleEvent:
     """``timestampedScaleEvent``: the absolute replica change of one successful rescale."""
@@ -65,6 +68,7 @@ Recommendations = tuple[TimestampedRecommendation, ...]
 ScaleEvents = tuple[TimestampedScaleEvent, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Limit:
     """The outcome of a limiting step: the value, the ``ScalingLimited`` reason and message."""
@@ -210,6 +214,7 @@ def convert_desired_replicas_with_rules(
     return _within_range(desired_replicas)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Normalization:
     """What normalization did to one proposal.
@@ -280,6 +285,7 @@ def normalize_desired_replicas(
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NormalizationArg:
     """``NormalizationArg``: everything the behavior-based normalization reads."""

@@ -65,6 +65,7 @@ from hpa.core.conditions import (
     set_condition,
 )
 from hpa.core.explain import Explanation, Stage, TraceEntry, TraceValue
+from hpa.core.frozen import fast_init
 from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
     PodInfo,
@@ -119,6 +120,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------ inputs
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CurrentScale:
     """The target's ``autoscaling/v1`` Scale: ``spec.replicas``, ``status.replicas``, selector."""
@@ -136,6 +138,7 @@ class ScaleFetchError:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SelectorCheck:
     """What the controller learned while parsing the selector and listing its pods.
@@ -149,6 +152,7 @@ class SelectorCheck:
     selecting_hpas: tuple[str, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetricsObservation:
     """Per-pod samples (Resource, ContainerResource and Pods metrics) and their timestamp."""
@@ -185,6 +189,7 @@ MetricObservation = (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class History:
     """The controller's per-HPA memory: the recommendation log and the scale events.
@@ -198,6 +203,7 @@ class History:
     scale_down_events: ScaleEvents = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricValueStatus:
     """``autoscalingv2.MetricValueStatus`` in milli-units (utilization in percent)."""
@@ -207,6 +213,7 @@ class MetricValueStatus:
     average_utilization: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricStatus:
     """``autoscalingv2.MetricStatus``; ``type == ""`` is the zero value written for a failed metric.
@@ -224,6 +231,7 @@ class MetricStatus:
     described_object: CrossVersionObjectReference | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizontalPodAutoscalerStatus:
     """``autoscalingv2.HorizontalPodAutoscalerStatus`` (what the decision reads and writes)."""
@@ -238,6 +246,7 @@ class HorizontalPodAutoscalerStatus:
 # ----------------------------------------------------------------------------------- output
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _PendingRescale:
     """What :func:`apply_rescale_result` needs from the decision."""
@@ -249,6 +258,7 @@ class _PendingRescale:
     scale_to_zero_enabled: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The frozen outcome of :func:`decide` (and of :func:`apply_rescale_result`).

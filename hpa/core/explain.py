@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hpa.core.frozen import fast_init
+
 
 class Stage(StrEnum):
     """Where in the reconcile a trace entry comes from, in the order the controller runs."""
@@ -50,6 +52,7 @@ def format_value(value: TraceValue) -> str:
     return str(value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TraceEntry:
     """One step: a one-line summary and ordered ``(key, value)`` details (values kept raw)."""
@@ -67,6 +70,7 @@ class TraceEntry:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """The ordered trace of one decision (and of the rescale result, once applied)."""

@@ -63,6 +63,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
+from hpa.core.frozen import fast_init
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -189,6 +190,7 @@ class PodInfo:
     overhead_milli: Mapping[str, int] | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetric:
     """``metricsclient.PodMetric``: one pod's sample, in milli-units.
@@ -225,6 +227,7 @@ class Tolerances:
         return f"[down:{self.scale_down * 100.0:.1f}%, up:{self.scale_up * 100.0:.1f}%]"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PodGroups:
     """The four results of ``groupPods``.
@@ -254,6 +257,7 @@ class ReplicaOutcome(StrEnum):
     """Object/External value target with zero current replicas: ``ceil(ratio)``, no tolerance."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculationTrace:
     """What a calculator did, for the decision layer's explanation.
@@ -283,6 +287,7 @@ class ReplicaCalculationTrace:
     pod_count: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculation:
     """A calculator's result.
