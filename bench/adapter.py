@@ -6,6 +6,7 @@ Run::
     .venv/bin/python -m bench.adapter                 # 200 requests/s, 30 s per path
     .venv/bin/python -m bench.adapter --quick         # smoke run: 50 requests/s, 3 s per path
     .venv/bin/python -m bench.adapter --max-sample-age 0s   # adapter without its staleness probe
+    .venv/bin/python -m bench.adapter --staleness-probe-reuse 0s   # a probe with every request
 
 What runs (each its own process, so no component steals another's interpreter):
 
@@ -741,6 +742,7 @@ def adapter_argv(
     kubeconfig: Path,
     prometheus_url: str,
     max_sample_age: str | None,
+    probe_reuse: str | None = None,
 ) -> list[str]:
     runner = [python, "-c", CPU_PROFILER, str(profile)] if profile is not None else [python, "-m"]
     return [
@@ -756,6 +758,7 @@ def adapter_argv(
         f"--prometheus-url={prometheus_url}",
         "--log-level=warning",
         *([f"--max-sample-age={max_sample_age}"] if max_sample_age is not None else []),
+        *([f"--staleness-probe-reuse={probe_reuse}"] if probe_reuse is not None else []),
     ]
 
 
@@ -804,6 +807,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Run:
                 kubeconfig=write_kubeconfig(workdir / "kubeconfig", endpoints["kube_url"]),
                 prometheus_url=prometheus.url,
                 max_sample_age=args.max_sample_age,
+                probe_reuse=args.staleness_probe_reuse,
             ),
             log_path=adapter_log,
             source=args.adapter_source,
@@ -966,6 +970,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the adapter's --max-sample-age (default: the adapter's, 60s); 0s turns its "
         "staleness probe off, so it sends the bare value query (the direct merged path is then "
         "skipped)",
+    )
+    parser.add_argument(
+        "--staleness-probe-reuse",
+        help="the adapter's --staleness-probe-reuse (default: the adapter's, 1s); 0s sends the "
+        "staleness probe with every request, as before it was shared",
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 50/s, 3 s per path")
     parser.add_argument("--profile", type=Path, help="run the adapter under cProfile into FILE")
