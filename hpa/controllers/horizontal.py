@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -89,7 +90,6 @@ from hpa.core.decision import (
     MetricFetchError,
     MetricObservation,
     MetricStatus,
-    MetricValueStatus,
     ScaleFetchError,
     SelectorCheck,
     apply_rescale_result,
@@ -97,6 +97,7 @@ from hpa.core.decision import (
 )
 from hpa.core.explain import Explanation
 from hpa.core.frozen import fast_init
+from hpa.core.replicas import PodInfo
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
@@ -117,6 +118,23 @@ __all__ = [
 
 log = structlog.get_logger("hpa.controllers.horizontal")
 
+_debug_gates: dict[object, bool] = {}
+
+
+def _debug_enabled() -> bool:
+    """Whether structlog's configuration passes debug events, so that the per-reconcile debug
+    line costs a dictionary lookup when it would be dropped (binding the lazy logger to find out
+    took a fortieth of a simulated reconcile). Cached per configured wrapper class:
+    ``make_filtering_bound_logger`` makes one class per level, and a reconfiguration (the CLI's
+    ``--log-level``, a test's ``capture_logs``) brings another."""
+    wrapper = structlog.get_config()["wrapper_class"]
+    enabled = _debug_gates.get(wrapper)
+    if enabled is None:
+        check = getattr(log.bind(), "is_enabled_for", None)
+        enabled = _debug_gates[wrapper] = True if check is None else bool(check(logging.DEBUG))
+    return enabled
+
+
 METRIC_PREFIX = "hpa_horizontal_controller_"
 """Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
 
@@ -126,9 +144,10 @@ Action = Literal["scale_up", "scale_down", "none"]
 ErrorLabel = Literal["spec", "internal", "none"]
 
 _NO_EXPLANATION = Explanation()
+_NO_SELECTOR_CHECK = SelectorCheck()
 _BUCKETS = tuple(0.001 * 2**i for i in range(15))  # metrics.ExponentialBuckets(0.001, 2, 15)
 _SPEC_REASONS = ("InvalidMetricSourceType",)
-_API_OF_SOURCE = {
+_API_OF_SOURCE: dict[str, str] = {
     MetricSourceType.RESOURCE: "resource metrics API",
     MetricSourceType.CONTAINER_RESOURCE: "resource metrics API",
     MetricSourceType.PODS: "custom metrics API",
@@ -169,7 +188,8 @@ class HPASelectorStore:
         selectors = self._namespaces.get(namespace)
         if selectors is None or key not in selectors:
             return False
-        if selectors[key] != selector:
+        current = selectors[key]
+        if current is not selector and current != selector:
             selectors[key] = selector
             self._matches.pop(namespace, None)
         return True
@@ -243,6 +263,9 @@ _UNOBSERVED = _Unobserved()
 
 class HorizontalControllerMetrics:
     """Upstream's ``monitor`` family under :data:`METRIC_PREFIX`, plus ours, on one registry."""
+
+    observed: bool = True
+    """False for :meth:`unobserved` families: callers may skip computing label values."""
 
     def __init__(self, registry: CollectorRegistry, *, prefix: str = METRIC_PREFIX) -> None:
         self.reconciliations = Counter(
@@ -325,6 +348,7 @@ class HorizontalControllerMetrics:
         ):
             setattr(metrics, name, _UNOBSERVED)
         metrics._children = {}
+        metrics.observed = False
         return metrics
 
     def observe_queue_depth(self, depth: int) -> None:
@@ -364,31 +388,45 @@ def _conditions_equal(
     )
 
 
-def _value_close(old: int | None, new: int | None, *, tolerance: Decimal) -> bool:
+_Ratio = tuple[int, int]
+_ratios: dict[float, _Ratio] = {}
+
+
+def _ratio(value: float) -> _Ratio:
+    """``value`` as written (``0.05`` is 5/100, not the binary float's 3602879701896397/2**56),
+    as an exact ``(numerator, denominator)``; cached per flag value."""
+    found = _ratios.get(value)
+    if found is None:
+        numerator, denominator = Decimal(str(value)).as_integer_ratio()
+        found = _ratios[value] = (numerator, denominator)
+    return found
+
+
+def _value_close(old: int | None, new: int | None, tolerance: _Ratio) -> bool:
+    """``|new - old| <= tolerance * |old|``, in exact integer arithmetic."""
     if old == new:
         return True
-    if old is None or new is None or tolerance == 0:
+    if old is None or new is None:
         return False
-    return abs(Decimal(new) - Decimal(old)) <= tolerance * abs(Decimal(old))
+    numerator, denominator = tolerance
+    return abs(new - old) * denominator <= numerator * abs(old)
 
 
-def _values_close(old: MetricValueStatus, new: MetricValueStatus, *, tolerance: Decimal) -> bool:
+def _metric_close(old: MetricStatus, new: MetricStatus, tolerance: _Ratio) -> bool:
+    if (old.type, old.name, old.container) != (new.type, new.name, new.container):
+        return False
+    if old.metric is not new.metric and old.metric != new.metric:
+        return False
+    if old.described_object is not new.described_object and (
+        old.described_object != new.described_object
+    ):
+        return False
+    a, b = old.current, new.current
     return (
-        _value_close(old.value_milli, new.value_milli, tolerance=tolerance)
-        and _value_close(old.average_value_milli, new.average_value_milli, tolerance=tolerance)
-        and _value_close(old.average_utilization, new.average_utilization, tolerance=tolerance)
+        _value_close(a.value_milli, b.value_milli, tolerance)
+        and _value_close(a.average_value_milli, b.average_value_milli, tolerance)
+        and _value_close(a.average_utilization, b.average_utilization, tolerance)
     )
-
-
-def _metric_close(old: MetricStatus, new: MetricStatus, *, tolerance: Decimal) -> bool:
-    same_shape = (old.type, old.name, old.container, old.metric, old.described_object) == (
-        new.type,
-        new.name,
-        new.container,
-        new.metric,
-        new.described_object,
-    )
-    return same_shape and _values_close(old.current, new.current, tolerance=tolerance)
 
 
 def status_needs_write(
@@ -409,19 +447,23 @@ def status_needs_write(
         return True
     if (old.current_replicas, old.desired_replicas) != (new.current_replicas, new.desired_replicas):
         return True
-    if _seconds(old.last_scale_time) != _seconds(new.last_scale_time):
+    if old.last_scale_time is not new.last_scale_time and _seconds(old.last_scale_time) != _seconds(
+        new.last_scale_time
+    ):
         return True
-    if not _conditions_equal(old.conditions, new.conditions):
+    if old.conditions is not new.conditions and not _conditions_equal(
+        old.conditions, new.conditions
+    ):
         return True
     old_metrics = old.current_metrics or ()
     new_metrics = new.current_metrics or ()
     if len(old_metrics) != len(new_metrics):
         return True
-    tolerance = Decimal(str(value_tolerance))
-    return not all(
-        _metric_close(a, b, tolerance=tolerance)
-        for a, b in zip(old_metrics, new_metrics, strict=True)
-    )
+    tolerance = _ratio(value_tolerance)
+    for a, b in zip(old_metrics, new_metrics, strict=True):
+        if a is not b and not _metric_close(a, b, tolerance):
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------ the controller
@@ -610,6 +652,8 @@ class HorizontalController:
         )
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
+        self._pod_infos: dict[str, tuple[Sequence[ListedPod], tuple[PodInfo, ...]]] = {}
+        """Per HPA: the last pod listing (held, so its identity is not reused) and its infos."""
         self._selectors: dict[str, tuple[str, Selector, str]] = {}
         """Per HPA: the scale's selector text, parsed, and in canonical form (sent to metrics)."""
         self._reports: dict[str, ReconcileReport] = {}
@@ -632,6 +676,7 @@ class HorizontalController:
         self._reports.pop(key, None)
         self._explanations.pop(key, None)
         self._selectors.pop(key, None)
+        self._pod_infos.pop(key, None)
         self._desired_gauges.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
             self.metrics.desired_replicas.remove(namespace, name)
@@ -755,10 +800,10 @@ class HorizontalController:
             self._selectors[key] = (text, selector, canonical)
         self.selector_index.put_if_present(hpa.namespace, key, selector=selector)
         pods = self._pods.list_pods(hpa.namespace, selector)
-        selecting = set(
-            self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))
-        )
-        selecting.add(key)
+        matching = self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))
+        if not matching or matching == (key,):
+            return SelectorCheck(selecting_hpas=(key,)), selector, pods, canonical
+        selecting = {*matching, key}
         return SelectorCheck(selecting_hpas=tuple(sorted(selecting))), selector, pods, canonical
 
     async def _fetch_metric(
@@ -766,13 +811,13 @@ class HorizontalController:
     ) -> tuple[MetricObservation | None, float]:
         """One metric's observation (or fetch error) and how long fetching took, in seconds."""
         started = self._clock.monotonic()
-        api = _API_OF_SOURCE.get(MetricSourceType(spec.type)) if spec.type in _API_OF_SOURCE else ""
         try:
             observation = await _within_deadline(
                 self._call_metrics(spec, namespace, selector=selector),
                 self.settings.metric_timeout_seconds,
             )
         except TimeoutError:
+            api = _API_OF_SOURCE.get(spec.type, "")  # a StrEnum key: the plain string finds it
             observation = MetricFetchError(
                 f"unable to fetch metrics from {api}: context deadline exceeded "
                 f"(after {self.settings.metric_timeout_seconds:g}s)"
@@ -781,6 +826,7 @@ class HorizontalController:
             observation = MetricFetchError(str(error))
         except Exception as error:  # noqa: BLE001 - one metric's failure is that metric's error
             log.warning("metrics_client_raised", error=repr(error), metric_type=spec.type)
+            api = _API_OF_SOURCE.get(spec.type, "")
             observation = MetricFetchError(
                 f"unable to fetch metrics from {api}: {error_text(error)}"
             )
@@ -847,10 +893,12 @@ class HorizontalController:
         spec = hpa.spec
         if not spec.metrics or spec.min_replicas is None:
             spec = default_spec(spec)
-        history = self._histories.get(key, History())
+        history = self._histories.get(key)
+        if history is None:
+            history = History()
 
         scale = await self._get_scale(hpa)
-        selector_check = SelectorCheck()
+        selector_check = _NO_SELECTOR_CHECK
         pods: Sequence[ListedPod] = ()
         observations: list[MetricObservation | None] = []
         durations: list[float] = []
@@ -877,7 +925,12 @@ class HorizontalController:
                 observations = [observation for observation, _ in fetched]
                 durations = [seconds for _, seconds in fetched]
 
-        pod_infos = [pod.info for pod in pods]
+        cached_infos = self._pod_infos.get(key)
+        if cached_infos is not None and cached_infos[0] is pods:
+            pod_infos = cached_infos[1]  # the pod lister handed out the same (cached) listing
+        else:
+            pod_infos = tuple(pod.info for pod in pods)
+            self._pod_infos[key] = (pods, pod_infos)
 
         def decide_from(current: ScaleSnapshot | str) -> Decision:
             return decide(
@@ -1008,7 +1061,7 @@ class HorizontalController:
                 desired=desired,
                 dry_run=dry_run,
             )
-        else:
+        elif _debug_enabled():
             log.debug(
                 "reconciled",
                 hpa=key,
@@ -1057,7 +1110,7 @@ class HorizontalController:
     def _observe_metric_computations(
         self, decision: Decision, metrics: Sequence[MetricSpec], *, durations: Sequence[float]
     ) -> None:
-        if not durations:
+        if not durations or not self.metrics.observed:
             return
         actions = _metric_actions(decision, metrics)
         errors = _metric_error_labels(decision, metrics)

@@ -143,7 +143,10 @@ class Selector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.matches_nothing:
             return False
-        return all(requirement.matches(labels) for requirement in self.requirements)
+        for requirement in self.requirements:  # noqa: SIM110 - no generator per call
+            if not requirement.matches(labels):
+                return False
+        return True
 
     def equality_terms(self) -> dict[str, str]:
         """``key=value`` terms (Equals, ==, single-valued In) an index can look up directly."""

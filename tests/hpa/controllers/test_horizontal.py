@@ -11,9 +11,11 @@ Upstream counterpart of the scenarios: ``pkg/controller/podautoscaler/horizontal
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from dataclasses import replace
 from datetime import timedelta
+from decimal import Decimal
 
 import hypothesis
 import pytest
@@ -971,6 +973,38 @@ def test_status_rule_compares_shape_exactly_and_values_within_the_ratio() -> Non
     )
 
 
+@hypothesis.given(
+    old_value=st.integers(-(10**12), 10**12) | st.none(),
+    new_value=st.integers(-(10**12), 10**12) | st.none(),
+    tolerance=st.sampled_from([0.0, 0.01, 0.05, 0.1, 0.25, 0.3333, 0.5, 0.999]),
+    field=st.sampled_from(["value_milli", "average_value_milli", "average_utilization"]),
+)
+@hypothesis.example(old_value=100, new_value=105, tolerance=0.05, field="value_milli")  # edge
+@hypothesis.example(old_value=-100, new_value=-95, tolerance=0.05, field="value_milli")
+@hypothesis.example(old_value=100, new_value=106, tolerance=0.05, field="average_utilization")
+@hypothesis.example(old_value=3, new_value=4, tolerance=0.3333, field="average_value_milli")
+def test_the_value_tolerance_is_exact_decimal_arithmetic(
+    old_value: int | None, new_value: int | None, tolerance: float, field: str
+) -> None:
+    """``|new - old| <= tolerance * |old|`` with the flag read as written (0.05 is 5/100)."""
+
+    def status(value: int | None) -> HorizontalPodAutoscalerStatus:
+        current = MetricValueStatus(**{field: value})
+        metric = MetricStatus(type="Resource", name="cpu", current=current)
+        return HorizontalPodAutoscalerStatus(
+            current_replicas=2, desired_replicas=2, current_metrics=(metric,)
+        )
+
+    if old_value is None or new_value is None:
+        close = old_value == new_value
+    else:
+        difference = abs(Decimal(new_value) - Decimal(old_value))
+        close = difference <= Decimal(str(tolerance)) * abs(Decimal(old_value))
+    assert status_needs_write(status(old_value), status(new_value), value_tolerance=tolerance) is (
+        not close
+    )
+
+
 # ------------------------------------------------------------------------ restart seeding
 
 
@@ -1065,6 +1099,28 @@ async def test_reconcile_logs_carry_the_hpa_key() -> None:
     assert errors
     assert errors[0]["hpa"] == "default/web"
     assert errors[0]["error"] == "failed to rescale Deployment/default/web: denied"
+
+
+async def test_the_per_reconcile_debug_line_follows_the_configured_level() -> None:
+    saved = structlog.get_config()
+    seen: dict[str, list[str]] = {}
+    try:
+        for name in ("info", "debug", "warning", "debug again"):
+            level = logging.DEBUG if name.startswith("debug") else getattr(logging, name.upper())
+            structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+            h = Harness()
+            hpa = h.add(make_hpa(), replicas=2, cpu_milli=200)
+            with structlog.testing.capture_logs() as logs:
+                await h.controller.reconcile_key(hpa.key)
+            seen[name] = [entry["event"] for entry in logs if entry["event"] == "reconciled"]
+    finally:
+        structlog.configure(**saved)
+    assert seen == {
+        "info": [],
+        "debug": ["reconciled"],
+        "warning": [],
+        "debug again": ["reconciled"],
+    }
 
 
 async def test_an_unknown_metric_source_type_is_a_spec_error() -> None:
