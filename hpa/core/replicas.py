@@ -566,6 +566,19 @@ def _group_pods_if_all_ready(
     )
 
 
+_timedeltas: dict[float, timedelta] = {}
+
+
+def _timedelta(seconds: float) -> timedelta:
+    """``timedelta(seconds=seconds)``, cached: the two periods are flags, the same every call."""
+    found = _timedeltas.get(seconds)
+    if found is None:
+        if len(_timedeltas) >= 64:
+            _timedeltas.clear()
+        found = _timedeltas[seconds] = timedelta(seconds=seconds)
+    return found
+
+
 def _group_pods(
     pods: Sequence[PodInfo],
     metrics: Mapping[str, PodMetric],
@@ -584,8 +597,8 @@ def _group_pods(
     the ready pods' samples. First a column-wise check for the common case (every pod ready), then
     the pod-by-pod port of ``groupPods``.
     """
-    cpu_initialization_period = timedelta(seconds=cpu_initialization_period_seconds)
-    initial_readiness_delay = timedelta(seconds=initial_readiness_delay_seconds)
+    cpu_initialization_period = _timedelta(cpu_initialization_period_seconds)
+    initial_readiness_delay = _timedelta(initial_readiness_delay_seconds)
     is_cpu = resource == RESOURCE_CPU
     # A pod that started at or before ``now - period`` is past its CPU initialization period
     # (``start + period > now`` is false). With the same tzinfo object on both sides, Python adds
@@ -940,8 +953,9 @@ def _select_samples(
     initial_readiness_delay_seconds: float,
     request_resource: str | None = None,
     pod_level_resources_enabled: bool = True,
-) -> tuple[_Grouping, dict[str, PodMetric]]:
-    """List check, ``groupPods`` and ``removeMetricsForPods``, shared by the per-pod calculators."""
+) -> tuple[_Grouping, Mapping[str, PodMetric]]:
+    """List check, ``groupPods`` and ``removeMetricsForPods``, shared by the per-pod calculators.
+    The samples are ``metrics`` itself when nothing was removed: never modify them in place."""
     if not pods:
         raise ReplicaCalculationError(
             "no pods returned by selector while calculating replica count"
@@ -957,11 +971,16 @@ def _select_samples(
         pod_level_resources_enabled=pod_level_resources_enabled,
     )
     groups = grouping.groups
-    samples = dict(metrics)
-    if groups.ignored_pods:
-        _remove_metrics_for_pods(samples, groups.ignored_pods)
-    if groups.unready_pods:
-        _remove_metrics_for_pods(samples, groups.unready_pods)
+    samples: Mapping[str, PodMetric] = (
+        metrics  # copied only to remove from it; callers copy to fill
+    )
+    if groups.ignored_pods or groups.unready_pods:
+        remaining = dict(metrics)
+        if groups.ignored_pods:
+            _remove_metrics_for_pods(remaining, groups.ignored_pods)
+        if groups.unready_pods:
+            _remove_metrics_for_pods(remaining, groups.unready_pods)
+        samples = remaining
     if not samples:
         raise ReplicaCalculationError(
             "did not receive metrics for targeted pods (pods might be unready)"
@@ -1056,6 +1075,7 @@ def get_resource_replicas(
             tolerances=tolerances,
         )
     else:
+        filled = dict(samples)
         if requests is None:
             # the grouping pass found every pod ready and kept only the sums (so this branch is
             # not reached then); computing the requests cannot fail where those sums succeeded
@@ -1071,27 +1091,25 @@ def get_resource_replicas(
                 # or the utilization target for targets higher than 100%
                 fill_percent = max(100, target_utilization)
                 for pod_name in groups.missing_pods:
-                    samples[pod_name] = PodMetric(
+                    filled[pod_name] = PodMetric(
                         value_milli=_go_quo(_wrap_int64(requests[pod_name] * fill_percent), 100)
                     )
             elif usage_ratio > 1.0:
                 # on a scale-up, treat missing pods as using 0% of the resource request
                 fill_percent = 0
                 for pod_name in groups.missing_pods:
-                    samples[pod_name] = PodMetric(value_milli=0)
+                    filled[pod_name] = PodMetric(value_milli=0)
         if scale_up_with_unready:
             # on a scale-up, treat unready pods as using 0% of the resource request
             for pod_name in groups.unready_pods:
-                samples[pod_name] = PodMetric(value_milli=0)
+                filled[pod_name] = PodMetric(value_milli=0)
         # re-run the utilization calculation with our new numbers
-        new_usage_ratio, _, _ = get_resource_utilization_ratio(
-            samples, requests, target_utilization
-        )
+        new_usage_ratio, _, _ = get_resource_utilization_ratio(filled, requests, target_utilization)
         decision = _decide_rebalanced(
             current_replicas=current_replicas,
             usage_ratio=usage_ratio,
             new_usage_ratio=new_usage_ratio,
-            sample_count=len(samples),
+            sample_count=len(filled),
             tolerances=tolerances,
         )
     return ReplicaCalculation(
@@ -1225,6 +1243,7 @@ def _calc_plain_metric_replicas(
             tolerances=tolerances,
         )
     else:
+        filled = dict(samples)
         if groups.missing_pods:
             if usage_ratio < 1.0:
                 # on a scale-down, treat missing pods as using exactly the target amount
@@ -1234,18 +1253,18 @@ def _calc_plain_metric_replicas(
                 fill_milli = 0
             if fill_milli is not None:
                 for pod_name in groups.missing_pods:
-                    samples[pod_name] = PodMetric(value_milli=fill_milli)
+                    filled[pod_name] = PodMetric(value_milli=fill_milli)
         if scale_up_with_unready:
             # on a scale-up, treat unready pods as using 0% of the resource request
             for pod_name in groups.unready_pods:
-                samples[pod_name] = PodMetric(value_milli=0)
+                filled[pod_name] = PodMetric(value_milli=0)
         # re-run the usage calculation with our new numbers
-        new_usage_ratio, _ = get_metric_usage_ratio(samples, target_usage)
+        new_usage_ratio, _ = get_metric_usage_ratio(filled, target_usage)
         decision = _decide_rebalanced(
             current_replicas=current_replicas,
             usage_ratio=usage_ratio,
             new_usage_ratio=new_usage_ratio,
-            sample_count=len(samples),
+            sample_count=len(filled),
             tolerances=tolerances,
         )
     return ReplicaCalculation(
