@@ -654,8 +654,9 @@ class HorizontalController:
         self._last_sync: dict[str, float] = {}
         self._pod_infos: dict[str, tuple[Sequence[ListedPod], tuple[PodInfo, ...]]] = {}
         """Per HPA: the last pod listing (held, so its identity is not reused) and its infos."""
-        self._selectors: dict[str, tuple[str, Selector, str]] = {}
-        """Per HPA: the scale's selector text, parsed, and in canonical form (sent to metrics)."""
+        self._selectors: dict[str, tuple[str, Selector, str, SelectorCheck]] = {}
+        """Per HPA: the scale's selector text, parsed, in canonical form (sent to metrics), and
+        the (immutable) check saying that this HPA alone selects its pods, the usual outcome."""
         self._reports: dict[str, ReconcileReport] = {}
         self._explanations: dict[str, str] = {}
         self._desired_gauges: dict[str, Any] = {}
@@ -746,6 +747,8 @@ class HorizontalController:
         return report
 
     def _observe_reconciliation(self, action: Action, error: ErrorLabel, *, started: float) -> None:
+        if not self.metrics.observed:
+            return
         elapsed = max(0.0, self._clock.monotonic() - started)
         self.metrics.child(self.metrics.reconciliations, action, error).inc()
         self.metrics.child(self.metrics.reconciliation_duration, action, error).observe(elapsed)
@@ -790,19 +793,20 @@ class HorizontalController:
         cached = self._selectors.get(key)
         if cached is not None and cached[0] == text:
             # the target's selector rarely changes: parse and print it once
-            _, selector, canonical = cached
+            _, selector, canonical, alone = cached
         else:
             try:
                 selector = parse_selector(text)
             except SelectorError as error:
                 return SelectorCheck(parse_error=str(error)), None, (), ""
             canonical = selector.to_string()
-            self._selectors[key] = (text, selector, canonical)
+            alone = SelectorCheck(selecting_hpas=(key,))
+            self._selectors[key] = (text, selector, canonical, alone)
         self.selector_index.put_if_present(hpa.namespace, key, selector=selector)
         pods = self._pods.list_pods(hpa.namespace, selector)
         matching = self.selector_index.hpas_matching_pods(hpa.namespace, (p.labels for p in pods))
         if not matching or matching == (key,):
-            return SelectorCheck(selecting_hpas=(key,)), selector, pods, canonical
+            return alone, selector, pods, canonical
         selecting = {*matching, key}
         return SelectorCheck(selecting_hpas=tuple(sorted(selecting))), selector, pods, canonical
 

@@ -449,6 +449,14 @@ class Deployment:
         self.desired_replicas = desired
         self.observed = observed
         if t_seconds >= 0:
+            timeline = self.timeline
+            if timeline and timeline[-1].t_seconds == t_seconds:
+                # every change at t_seconds recorded its row as it happened, so the row at
+                # t_seconds holds the world as it is now: only the controller's view is new
+                row = timeline[-1]
+                row.desired_replicas = desired
+                row.observed = observed
+                return
             usage_rate, served_rate = self._rates()
             self._record(t_seconds, usage_rate=usage_rate, served_rate=served_rate)
 

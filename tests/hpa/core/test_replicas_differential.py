@@ -417,3 +417,58 @@ def test_a_large_all_ready_pod_set_matches_the_reference() -> None:
         )
         assert fast == slow
         assert fast.trace.ready_pod_count == 1000
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=_inputs(),
+    base=_NOW,
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from([-400.0, -301.0, -300.0, -1.0, 0.0, 1.0, 60.0, 300.0, 301.0, 900.0]),
+            st.booleans(),
+        ),
+        min_size=2,
+        max_size=6,
+    ),
+    resource=st.sampled_from([RESOURCE_CPU, RESOURCE_MEMORY, ""]),
+    pod_level=st.booleans(),
+)
+def test_one_listing_grouped_again_and_again_matches_the_reference(
+    data: tuple[list[PodInfo], dict[str, PodMetric]],
+    base: datetime,
+    calls: list[tuple[float, bool]],
+    resource: str,
+    pod_level: bool,
+) -> None:
+    """A controller hands the core the same listing object while no pod changed: a listing
+    found plainly ready is remembered, and must give exactly the reference's answer whichever
+    way time moves (back too) and whichever samples are missing at a later call."""
+    pods, metrics = data
+    listing = tuple(pods)
+    for offset, drop_one in calls:
+        now = base + timedelta(seconds=offset)
+        samples = dict(list(metrics.items())[1:]) if drop_one else metrics
+        grouped = {
+            "resource": resource,
+            "now": now,
+            "cpu_initialization_period_seconds": INIT_SECONDS,
+            "initial_readiness_delay_seconds": DELAY_SECONDS,
+        }
+        assert _normalized(group_pods(listing, samples, **grouped)) == _normalized(  # type: ignore[arg-type]
+            reference.group_pods(listing, samples, **grouped)  # type: ignore[arg-type]
+        )
+        arguments = {
+            "resource": resource,
+            "tolerances": Tolerances(),
+            "pods": listing,
+            "metrics": samples,
+            "timestamp": NOW,
+            "now": now,
+            "cpu_initialization_period_seconds": INIT_SECONDS,
+            "initial_readiness_delay_seconds": DELAY_SECONDS,
+            "pod_level_resources_enabled": pod_level,
+        }
+        fast = _outcome(lambda a=arguments: get_resource_replicas(3, 60, **a))
+        slow = _outcome(lambda a=arguments: reference.get_resource_replicas(3, 60, **a))
+        assert fast == slow
