@@ -24,8 +24,9 @@ Deliberate deviations (docs/adapter-values.md):
   ``ValueSettings.probe_reuse_seconds`` (default 1 s) by later requests for the same objects,
   which then send the value query alone: each value's age is then measured from the reused
   probe's newest-sample time (an upper bound of the real age), a value it cannot vouch for sends
-  a new merged query, and a series ended by a staleness marker is seen at most that much later
-  (docs/adapter-values.md, "Sharing the probe");
+  a new merged query, and a series ended by a staleness marker is seen at most that much later;
+  past ``REFRESH_AHEAD`` of the window one request renews the probe while the others keep
+  reusing it (docs/adapter-values.md, "Sharing the probe");
 - the rendered value query and staleness probe are kept for the index they were rendered from,
   keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
   HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
