@@ -1,0 +1,61 @@
+"""Instructions per simulated reconcile, counted by callgrind: a measure that the machine's load
+does not move (CPU seconds move by 10 to 20 % on a shared machine).
+
+Run ``.venv/bin/python -m bench.sim_instructions`` (needs ``valgrind``; about 90 s). It runs
+``python -m bench.sim`` under ``valgrind --tool=callgrind`` for ``--short`` and ``--long`` days
+and divides the difference in instructions by the reconciles in between, so interpreter start-up
+and imports cancel out. Results: docs/simulator.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+RECONCILES_PER_DAY = 3 * 86400 / 15  # the bench's three HPAs, a sync every 15 s
+
+
+def instructions(days: float) -> int:
+    """Instructions of one ``python -m bench.sim --days DAYS`` run under callgrind."""
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
+                sys.executable,
+                "-m",
+                "bench.sim",
+                "--days",
+                f"{days:g}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", type=float, default=0.01, help="days of the short run")
+    parser.add_argument("--long", type=float, default=0.06, help="days of the long run")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    reconciles = round((args.long - args.short) * RECONCILES_PER_DAY)
+    short, long = instructions(args.short), instructions(args.long)
+    print(f"instructions per reconcile  {(long - short) / reconciles:,.0f}")
+    print(f"  ({long:,} - {short:,}) / {reconciles:,} reconciles")
+
+
+if __name__ == "__main__":
+    main()
