@@ -12,6 +12,7 @@ requests, int64 overflow. Results, traces and error texts must be identical.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import fields, is_dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
@@ -331,6 +332,20 @@ def test_per_pod_average_replicas_match_the_reference(
     assert _outcome(fast) == _outcome(slow)
 
 
+def _assert_grouped_as_the_reference(
+    pods: Sequence[PodInfo], metrics: dict[str, PodMetric], *, resource: str, now: datetime
+) -> None:
+    arguments = {
+        "resource": resource,
+        "now": now,
+        "cpu_initialization_period_seconds": INIT_SECONDS,
+        "initial_readiness_delay_seconds": DELAY_SECONDS,
+    }
+    assert _normalized(group_pods(pods, metrics, **arguments)) == _normalized(  # type: ignore[arg-type]
+        reference.group_pods(pods, metrics, **arguments)  # type: ignore[arg-type]
+    )
+
+
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=_inputs(),
@@ -341,15 +356,7 @@ def test_group_pods_and_ready_count_match_the_reference(
     data: tuple[list[PodInfo], dict[str, PodMetric]], now: datetime, resource: str
 ) -> None:
     pods, metrics = data
-    arguments = {
-        "resource": resource,
-        "now": now,
-        "cpu_initialization_period_seconds": INIT_SECONDS,
-        "initial_readiness_delay_seconds": DELAY_SECONDS,
-    }
-    assert _normalized(group_pods(pods, metrics, **arguments)) == _normalized(  # type: ignore[arg-type]
-        reference.group_pods(pods, metrics, **arguments)  # type: ignore[arg-type]
-    )
+    _assert_grouped_as_the_reference(pods, metrics, resource=resource, now=now)
     assert _outcome(lambda: get_ready_pods_count(pods)) == _outcome(
         lambda: reference.get_ready_pods_count(pods)
     )
@@ -449,15 +456,7 @@ def test_one_listing_grouped_again_and_again_matches_the_reference(
     for offset, drop_one in calls:
         now = base + timedelta(seconds=offset)
         samples = dict(list(metrics.items())[1:]) if drop_one else metrics
-        grouped = {
-            "resource": resource,
-            "now": now,
-            "cpu_initialization_period_seconds": INIT_SECONDS,
-            "initial_readiness_delay_seconds": DELAY_SECONDS,
-        }
-        assert _normalized(group_pods(listing, samples, **grouped)) == _normalized(  # type: ignore[arg-type]
-            reference.group_pods(listing, samples, **grouped)  # type: ignore[arg-type]
-        )
+        _assert_grouped_as_the_reference(listing, samples, resource=resource, now=now)
         arguments = {
             "resource": resource,
             "tolerances": Tolerances(),
