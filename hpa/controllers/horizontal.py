@@ -914,11 +914,11 @@ class HorizontalController:
             )
             if selector is not None and len(selector_check.selecting_hpas) <= 1:
                 if len(spec.metrics) == 1:  # no task to wrap a lone fetch in
-                    fetched = [
-                        await self._fetch_metric(
-                            spec.metrics[0], hpa.namespace, selector=selector_text
-                        )
-                    ]
+                    observation, seconds = await self._fetch_metric(
+                        spec.metrics[0], hpa.namespace, selector=selector_text
+                    )
+                    observations = [observation]
+                    durations = [seconds]
                 else:
                     fetched = await asyncio.gather(
                         *(
@@ -926,8 +926,8 @@ class HorizontalController:
                             for metric in spec.metrics
                         )
                     )
-                observations = [observation for observation, _ in fetched]
-                durations = [seconds for _, seconds in fetched]
+                    observations = [observation for observation, _ in fetched]
+                    durations = [seconds for _, seconds in fetched]
 
         cached_infos = self._pod_infos.get(key)
         if cached_infos is not None and cached_infos[0] is pods:
