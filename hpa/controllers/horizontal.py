@@ -789,7 +789,7 @@ class HorizontalController:
         """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps.
         Also returns the selector's canonical text (what the metrics calls are given)."""
         if text == "":
-            return SelectorCheck(), None, (), ""
+            return _NO_SELECTOR_CHECK, None, (), ""
         cached = self._selectors.get(key)
         if cached is not None and cached[0] == text:
             # the target's selector rarely changes: parse and print it once

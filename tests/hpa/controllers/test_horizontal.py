@@ -16,6 +16,7 @@ import random
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import hypothesis
 import pytest
@@ -132,8 +133,9 @@ class Harness:
         self.selectors = HPASelectorStore()
         self.controller = self.new_controller()
 
-    def new_controller(self) -> HorizontalController:
-        """A fresh controller on the same world (what a restart looks like)."""
+    def new_controller(self, **options: Any) -> HorizontalController:
+        """A fresh controller on the same world (what a restart looks like); ``options`` are
+        the constructor's embedding options (``render_explanations``, ``observe``)."""
         self.registry = CollectorRegistry()
         return HorizontalController(
             self.settings,
@@ -146,6 +148,7 @@ class Harness:
             clock=self.clock,
             selector_index=self.selectors,
             registry=self.registry,
+            **options,
         )
 
     def add(
@@ -1099,6 +1102,28 @@ async def test_reconcile_logs_carry_the_hpa_key() -> None:
     assert errors
     assert errors[0]["hpa"] == "default/web"
     assert errors[0]["error"] == "failed to rescale Deployment/default/web: denied"
+
+
+async def test_an_embedder_without_rendered_traces_or_metrics_sees_the_same_reconciles() -> None:
+    """The simulator's options change what is kept and recorded, never what is decided."""
+    default, lean = Harness(), Harness()
+    lean.controller = lean.new_controller(render_explanations=False, observe=False)
+    reports = []
+    for h in (default, lean):
+        hpa = h.add(make_hpa(), replicas=2, cpu_milli=1000)
+        reports.append(await h.controller.reconcile_key(hpa.key))
+        h.set_cpu(hpa, 100, pods=4)
+        reports.append(await h.controller.reconcile_key(hpa.key))
+    assert reports[:2] == reports[2:]
+    assert [default.scales.replicas(NS, target()), lean.scales.replicas(NS, target())] == [4, 4]
+    key = f"{NS}/web"
+    rendered = default.controller.last_explanation(key)
+    assert rendered
+    assert lean.controller.last_explanation(key) == rendered
+    assert lean.controller.debug_state() == default.controller.debug_state()
+    reconciled = {"action": "scale_up", "error": "none"}
+    assert default.sample("hpa_horizontal_controller_reconciliations_total", reconciled) == 1
+    assert lean.sample("hpa_horizontal_controller_reconciliations_total", reconciled) is None
 
 
 async def test_the_per_reconcile_debug_line_follows_the_configured_level() -> None:
