@@ -11,7 +11,9 @@ pure, so an entry is never wrong, only absent.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Generic, TypeVar
 
 A = TypeVar("A")
@@ -19,6 +21,13 @@ B = TypeVar("B")
 R = TypeVar("R")
 
 DEFAULT_MAX_ENTRIES = 1024
+
+
+@functools.lru_cache(maxsize=256)
+def timedelta_of(seconds: float) -> timedelta:
+    """``timedelta(seconds=seconds)``, cached: windows, periods and flags repeat on every
+    reconcile, and constructing one costs more than the window scan it bounds."""
+    return timedelta(seconds=seconds)
 
 
 class IdentityMemo(Generic[A, R]):

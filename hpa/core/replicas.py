@@ -64,6 +64,7 @@ from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
 from hpa.core.frozen import fast_init
+from hpa.core.memo import timedelta_of
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -566,19 +567,6 @@ def _group_pods_if_all_ready(
     )
 
 
-_timedeltas: dict[float, timedelta] = {}
-
-
-def _timedelta(seconds: float) -> timedelta:
-    """``timedelta(seconds=seconds)``, cached: the two periods are flags, the same every call."""
-    found = _timedeltas.get(seconds)
-    if found is None:
-        if len(_timedeltas) >= 64:
-            _timedeltas.clear()
-        found = _timedeltas[seconds] = timedelta(seconds=seconds)
-    return found
-
-
 def _group_pods(
     pods: Sequence[PodInfo],
     metrics: Mapping[str, PodMetric],
@@ -597,8 +585,8 @@ def _group_pods(
     the ready pods' samples. First a column-wise check for the common case (every pod ready), then
     the pod-by-pod port of ``groupPods``.
     """
-    cpu_initialization_period = _timedelta(cpu_initialization_period_seconds)
-    initial_readiness_delay = _timedelta(initial_readiness_delay_seconds)
+    cpu_initialization_period = timedelta_of(cpu_initialization_period_seconds)
+    initial_readiness_delay = timedelta_of(initial_readiness_delay_seconds)
     is_cpu = resource == RESOURCE_CPU
     # A pod that started at or before ``now - period`` is past its CPU initialization period
     # (``start + period > now`` is false). With the same tzinfo object on both sides, Python adds
