@@ -582,20 +582,6 @@ class _Resumed(Generic[_T]):
                     return cast(_T, done.value)
 
 
-async def _within_deadline(coro: Coroutine[Any, Any, _T], seconds: float) -> _T:
-    """``await coro`` under ``asyncio.timeout(seconds)``, without arming a timer when ``coro``
-    finishes without suspending (an in-memory port, a cache hit): nothing could have interrupted
-    it, and the timer is a third of the cost of such a fetch. The deadline is taken before the
-    first step, as ``asyncio.timeout`` would."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    try:
-        first = coro.send(None)
-    except StopIteration as done:
-        return cast(_T, done.value)
-    async with asyncio.timeout_at(deadline):
-        return await _Resumed(coro, first)
-
-
 class HorizontalController:
     """Reconciles one HPA key at a time through the ports; keeps per-HPA history in memory.
 
@@ -816,10 +802,22 @@ class HorizontalController:
         """One metric's observation (or fetch error) and how long fetching took, in seconds."""
         started = self._clock.monotonic()
         try:
-            observation = await _within_deadline(
-                self._call_metrics(spec, namespace, selector=selector),
-                self.settings.metric_timeout_seconds,
-            )
+            call = self._call_metrics(spec, namespace, selector=selector)
+            if call is None:
+                observation = None  # unknown source type: the decision reports it
+            else:
+                # ``await call`` under ``asyncio.timeout(...)``, without arming a timer when the
+                # call finishes without suspending (an in-memory port, a cache hit): nothing could
+                # have interrupted it, and the timer is a third of the cost of such a fetch. The
+                # deadline is taken before the first step, as ``asyncio.timeout`` would.
+                deadline = asyncio.get_running_loop().time() + self.settings.metric_timeout_seconds
+                try:
+                    first = call.send(None)
+                except StopIteration as done:
+                    observation = done.value
+                else:
+                    async with asyncio.timeout_at(deadline):
+                        observation = await _Resumed(call, first)
         except TimeoutError:
             api = _API_OF_SOURCE.get(spec.type, "")  # a StrEnum key: the plain string finds it
             observation = MetricFetchError(
@@ -836,22 +834,22 @@ class HorizontalController:
             )
         return observation, max(0.0, self._clock.monotonic() - started)
 
-    async def _call_metrics(
+    def _call_metrics(
         self, spec: MetricSpec, namespace: str, *, selector: str
-    ) -> MetricObservation | None:
+    ) -> Coroutine[Any, Any, MetricObservation] | None:
+        """The metrics client's call for ``spec`` (not yet started), or ``None`` for an unknown
+        source type (the decision reports ``InvalidMetricSourceType``)."""
         client = self._metrics_client
         if spec.type == MetricSourceType.RESOURCE and spec.resource is not None:
-            return await client.get_resource_metric(
-                spec.resource.name, namespace, selector=selector
-            )
+            return client.get_resource_metric(spec.resource.name, namespace, selector=selector)
         if spec.type == MetricSourceType.CONTAINER_RESOURCE and spec.container_resource:
             source = spec.container_resource
-            return await client.get_resource_metric(
+            return client.get_resource_metric(
                 source.name, namespace, selector=selector, container=source.container
             )
         if spec.type == MetricSourceType.PODS and spec.pods is not None:
             metric = spec.pods.metric
-            return await client.get_raw_metric(
+            return client.get_raw_metric(
                 metric.name,
                 namespace,
                 selector=selector,
@@ -859,7 +857,7 @@ class HorizontalController:
             )
         if spec.type == MetricSourceType.OBJECT and spec.object is not None:
             metric = spec.object.metric
-            return await client.get_object_metric(
+            return client.get_object_metric(
                 metric.name,
                 namespace,
                 described_object=spec.object.described_object,
@@ -867,12 +865,12 @@ class HorizontalController:
             )
         if spec.type == MetricSourceType.EXTERNAL and spec.external is not None:
             metric = spec.external.metric
-            return await client.get_external_metric(
+            return client.get_external_metric(
                 metric.name,
                 namespace,
                 metric_selector=metric_selector(metric.selector).to_string(),
             )
-        return None  # unknown source type: the decision reports InvalidMetricSourceType
+        return None
 
     async def _update_scale(
         self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, *, replicas: int

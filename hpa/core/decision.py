@@ -59,6 +59,7 @@ from hpa.core.conditions import (
     Conditions,
     ConditionStatus,
     ConditionType,
+    ConditionUpdates,
     Event,
     find_condition,
     remove_condition,
@@ -358,7 +359,7 @@ class _Proposal:
 class _Context:
     """Mutable scratch state of one :func:`decide` call (never escapes it)."""
 
-    conditions: Conditions
+    updates: ConditionUpdates
     now: datetime
     events: list[Event] = field(default_factory=list)
     trace: list[TraceEntry] = field(default_factory=list)
@@ -366,9 +367,11 @@ class _Context:
     failures: list[tuple[str, str] | None] = field(default_factory=list)
 
     def set(self, condition_type: str, status: ConditionStatus, reason: str, message: str) -> None:
-        self.conditions = set_condition(
-            self.conditions, condition_type, status, reason=reason, message=message, now=self.now
-        )
+        self.updates.set(condition_type, status, reason, message)
+
+    @property
+    def conditions(self) -> Conditions:
+        return self.updates.result()
 
     def warn(self, reason: str, message: str) -> None:
         self.events.append(Event("Warning", reason, message))
@@ -1079,7 +1082,7 @@ def decide(
     """
     spec = default_spec(spec) if not spec.metrics or spec.min_replicas is None else spec
     reference = _reference(spec, namespace)
-    ctx = _Context(conditions=previous_status.conditions, now=now)
+    ctx = _Context(ConditionUpdates(previous_status.conditions, now), now)
 
     if isinstance(current, ScaleFetchError):
         ctx.warn("FailedGetScale", current.message)
