@@ -275,6 +275,8 @@ class Segment:
     prometheus_cpu_seconds: float = 0.0
     client_cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    """``time.monotonic()`` at the start and end of each measured segment."""
 
     @property
     def completed(self) -> int:
@@ -648,6 +650,7 @@ async def measure(
                     duration_seconds=per_round,
                 )
                 segment.wall_seconds += time.monotonic() - started
+                segment.intervals.append((started, time.monotonic()))
                 segment.client_cpu_seconds += time.process_time() - client_before
                 segment.adapter_cpu_seconds += process_cpu_seconds(adapter_pid) - adapter_before
                 segment.prometheus_cpu_seconds += (
@@ -732,10 +735,33 @@ finally:
 ``time.process_time``, so the profile shows CPU, not time spent waiting."""
 
 
+GC_RECORDER = """\
+import gc, json, runpy, signal, sys, time
+out, sys.argv = sys.argv[1], sys.argv[2:]
+pauses, started = [], [0.0]
+def record(phase, info):
+    if phase == "start":
+        started[0] = time.perf_counter()
+    else:
+        pauses.append((info["generation"], time.perf_counter() - started[0], time.monotonic()))
+gc.callbacks.append(record)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+try:
+    runpy.run_module("hpa", run_name="__main__", alter_sys=True)
+finally:
+    with open(out, "w") as file:
+        json.dump(pauses, file)
+"""
+"""``python -c GC_RECORDER FILE hpa adapter ...``: the adapter with a ``gc.callbacks`` hook that
+writes every collection (generation, pause seconds, ``time.monotonic()`` at its end) to FILE
+when the adapter exits."""
+
+
 def adapter_argv(
     *,
     python: str,
     profile: Path | None,
+    gc_stats: Path | None = None,
     config: Path,
     port: int,
     pki: Path,
@@ -744,7 +770,11 @@ def adapter_argv(
     max_sample_age: str | None,
     probe_reuse: str | None = None,
 ) -> list[str]:
-    runner = [python, "-c", CPU_PROFILER, str(profile)] if profile is not None else [python, "-m"]
+    runner = [python, "-m"]
+    if profile is not None:
+        runner = [python, "-c", CPU_PROFILER, str(profile)]
+    elif gc_stats is not None:
+        runner = [python, "-c", GC_RECORDER, str(gc_stats)]
     return [
         *runner,
         "hpa",
@@ -801,6 +831,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Run:
             adapter_argv(
                 python=sys.executable,
                 profile=args.profile,
+                gc_stats=args.gc_stats,
                 config=config,
                 port=port,
                 pki=pki_dir,
@@ -946,6 +977,25 @@ def render(result: Run, *, command: str, rate: float) -> str:
     return "\n".join(lines)
 
 
+def render_gc_stats(path: Path, adapter: Segment) -> str:
+    """The adapter's collections during its measured segments (from ``GC_RECORDER``'s file)."""
+    pauses = json.loads(path.read_text())
+    lines = ["", "| generation | collections | per 1,000 requests | total ms | p50 ms | max ms |"]
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for generation in (0, 1, 2):
+        durations = [
+            duration
+            for gen, duration, ended in pauses
+            if gen == generation and any(start <= ended <= end for start, end in adapter.intervals)
+        ]
+        lines.append(
+            f"| {generation} | {len(durations)} | {len(durations) / adapter.sent * 1000:.1f} "
+            f"| {sum(durations) * 1000:.2f} | {percentile(durations, 0.5) * 1000:.3f} "
+            f"| {max(durations, default=0.0) * 1000:.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.adapter",
@@ -978,6 +1028,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 50/s, 3 s per path")
     parser.add_argument("--profile", type=Path, help="run the adapter under cProfile into FILE")
+    parser.add_argument(
+        "--gc-stats",
+        type=Path,
+        help="record the adapter's garbage collections (gc.callbacks) into FILE and print their "
+        "pauses during the measured segments",
+    )
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
     parser.add_argument(
         "--adapter-source",
@@ -1005,6 +1061,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = shlex.join([".venv/bin/python", "-m", "bench.adapter", *sys.argv[1:]])
     if args.profile is not None:
         args.profile = args.profile.resolve()
+    if args.gc_stats is not None:
+        if args.profile is not None:
+            raise SystemExit("--gc-stats and --profile are exclusive")
+        args.gc_stats = args.gc_stats.resolve()
     args.adapter_source = args.adapter_source.resolve()
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -1013,6 +1073,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="hpa-bench-adapter-") as directory:
             result = run(args, Path(directory))
     print(render(result, command=command, rate=args.rate))
+    if args.gc_stats is not None:
+        adapter = next(segment for segment in result.segments if segment.name == "adapter")
+        print(render_gc_stats(args.gc_stats, adapter))
 
 
 if __name__ == "__main__":

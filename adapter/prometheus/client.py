@@ -20,6 +20,11 @@ Deliberate deviations:
 - Cancelling a caller cancels the HTTP request unless other callers still wait for it.
 - Instant queries send no ``time`` unless asked: Prometheus evaluates at its own "now", and
   identical concurrent queries stay identical (and coalesce).
+- Requests go through a small keep-alive HTTP/1.1 transport of our own
+  (``adapter.prometheus.transport``) rather than aiohttp's client: the same connections, TLS and
+  headers at a fraction of the CPU per request. It follows no redirects (a ``3xx`` is an
+  "unknown response code" error naming its ``Location``; Go's client follows up to 10) and
+  decodes ``gzip`` and ``deflate`` answers only.
 - Answers are asked for uncompressed (``Accept-Encoding: identity``; Go's client, and so
   upstream, asks for gzip): Prometheus usually sits next to the adapter, and compressing a
   100-pod answer cost Prometheus about a quarter of its CPU per query
@@ -30,11 +35,13 @@ Deliberate deviations:
 from __future__ import annotations
 
 import asyncio
+import base64
+import zlib
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import quote_plus, unquote, urlencode
 
-import aiohttp
 import orjson
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -58,6 +65,7 @@ from adapter.prometheus.results import (
     series_selectors,
 )
 from adapter.prometheus.singleflight import SingleFlight
+from adapter.prometheus.transport import HttpResponse, HttpTransport, HttpTransportError, Origin
 from adapter.rules import Series
 
 log = structlog.get_logger(__name__)
@@ -66,6 +74,8 @@ QUERY_PATH = "/api/v1/query"
 QUERY_RANGE_PATH = "/api/v1/query_range"
 SERIES_PATH = "/api/v1/series"
 _JSON_STATUSES = frozenset({400, 422, 503})
+USER_AGENT = "hpa-adapter"
+_ENCODED_CACHE_SIZE = 256
 
 Params = tuple[tuple[str, str], ...]
 
@@ -125,30 +135,44 @@ def format_timeout(seconds: float) -> str:
 
 
 class PrometheusClient:
-    """One Prometheus endpoint. Use ``async with`` (or ``close()``) to release connections.
-
-    ``session``: an aiohttp session to use instead of the client's own (the caller closes it;
-    TLS settings of the connection then do not apply).
-    """
+    """One Prometheus endpoint. Use ``async with`` (or ``close()``) to release connections."""
 
     def __init__(
         self,
         connection: PrometheusConnection,
         *,
         registry: CollectorRegistry | None = None,
-        session: aiohttp.ClientSession | None = None,
     ) -> None:
         self.connection = connection
-        self._base_url = connection.url.rstrip("/")
         self._credentials = Credentials(connection)
-        self._headers = dict(connection.headers)
-        if not any(name.lower() == "accept-encoding" for name in self._headers):
-            self._headers["Accept-Encoding"] = "identity"
-        self._session = session
-        self._own_session = session is None
+        try:
+            self._origin: Origin | None = Origin.parse(connection.url)
+            self._url_error = ""
+        except ValueError as error:
+            self._origin, self._url_error = None, str(error)
+        self._display_url = self._origin.display() if self._origin is not None else connection.url
+        self._url_authorization: str | None = None
+        if self._origin is not None and self._origin.username is not None:
+            raw = f"{unquote(self._origin.username)}:{unquote(self._origin.password or '')}"
+            self._url_authorization = "Basic " + base64.b64encode(raw.encode()).decode("ascii")
+        self._head_fields = self._static_head_fields()
+        self._transport: HttpTransport | None = None
+        self._encoded: dict[str, str] = {}
         self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
         self._flights: SingleFlight[tuple[str, str, Params], Any] = SingleFlight()
         self.metrics = ClientMetrics(registry if registry is not None else CollectorRegistry())
+
+    def _static_head_fields(self) -> str:
+        """The header lines sent with every request (each ending in CRLF)."""
+        headers = dict(self.connection.headers)
+        names = {name.lower() for name in headers}
+        if "accept-encoding" not in names:
+            headers["Accept-Encoding"] = "identity"
+        if "user-agent" not in names:
+            headers["User-Agent"] = USER_AGENT
+        if "host" not in names and self._origin is not None:
+            headers = {"Host": self._origin.host_header, **headers}
+        return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
     async def __aenter__(self) -> Self:
         return self
@@ -162,16 +186,27 @@ class PrometheusClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._own_session and self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._transport is not None:
+            await self._transport.close()
+            self._transport = None
 
-    def _client_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def _http(self, path: str) -> HttpTransport:
+        if self._transport is None:
+            if self._origin is None:
+                raise PrometheusConnectionError(
+                    f"cannot reach Prometheus at {self._display_url}: {self._url_error}",
+                    endpoint=path,
+                )
             tls = self.connection.tls
-            connector = aiohttp.TCPConnector(ssl=tls.ssl_context() if tls is not None else True)
-            self._session = aiohttp.ClientSession(connector=connector)
-        return self._session
+            try:
+                context = tls.ssl_context() if tls is not None else None
+            except (OSError, ValueError) as error:
+                raise PrometheusConnectionError(
+                    f"cannot set up TLS for Prometheus at {self._display_url}: {error}",
+                    endpoint=path,
+                ) from error
+            self._transport = HttpTransport(self._origin, ssl_context=context)
+        return self._transport
 
     # ------------------------------------------------------------------ API
 
@@ -286,8 +321,8 @@ class PrometheusClient:
             self.metrics.in_flight.inc()
             started = loop.time()
             try:
-                status, body = await self._send(path, sent)
-                return self._decode(path, status, body=body, budget_seconds=budget_seconds)
+                response = await self._send(path, sent)
+                return self._decode(path, response, budget_seconds=budget_seconds)
             except PrometheusError as exc:
                 self.metrics.errors.labels(path, getattr(exc, "error_type", "unknown")).inc()
                 log.warning(
@@ -301,35 +336,84 @@ class PrometheusClient:
                 self.metrics.in_flight.dec()
                 self.metrics.request_duration.labels(path).observe(loop.time() - started)
 
-    async def _send(self, path: str, params: Params) -> tuple[int, bytes]:
-        headers = dict(self._headers)
-        authorization = self._credentials.authorization()
+    def _encode(self, params: Params) -> str:
+        """``application/x-www-form-urlencoded`` parameters. A value's encoding is kept for
+        reuse: the same PromQL (about 1 kB for 100 pods, 80 µs to encode) goes out with every
+        request for the same objects."""
+        cache = self._encoded
+        parts = []
+        for name, value in params:
+            encoded = cache.get(value)
+            if encoded is None:
+                if len(cache) >= _ENCODED_CACHE_SIZE:
+                    cache.clear()
+                encoded = cache[value] = quote_plus(value)
+            parts.append(f"{name}={encoded}" if name.isalnum() else urlencode(((name, value),)))
+        return "&".join(parts)
+
+    async def _send(self, path: str, params: Params) -> HttpResponse:
+        transport = self._http(path)
+        authorization = self._credentials.authorization() or self._url_authorization
+        fields = self._head_fields
         if authorization is not None:
-            headers["Authorization"] = authorization
-        url = self._base_url + path
-        session = self._client_session()
+            if "\r" in authorization or "\n" in authorization:
+                raise PrometheusConnectionError(
+                    "the Prometheus credentials contain a line break", endpoint=path
+                )
+            fields += f"Authorization: {authorization}\r\n"
+        target = transport.origin.path_prefix + path
+        encoded = self._encode(params)
+        if self.connection.method == "POST":
+            body = encoded.encode()
+            head = (
+                f"POST {target} HTTP/1.1\r\n{fields}"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            data = head.encode() + body
+        else:
+            data = f"GET {target}?{encoded} HTTP/1.1\r\n{fields}\r\n".encode()
         try:
-            if self.connection.method == "POST":
-                request = session.post(url, data=list(params), headers=headers)
-            else:
-                request = session.get(url, params=list(params), headers=headers)
-            async with request as response:
-                return response.status, await response.read()
-        except aiohttp.ClientError as exc:
+            response = await transport.request(data)
+        except HttpTransportError as error:
             raise PrometheusConnectionError(
-                f"cannot reach Prometheus at {self._base_url}: {exc}", endpoint=path
-            ) from exc
-        except OSError as exc:
-            raise PrometheusConnectionError(
-                f"cannot reach Prometheus at {self._base_url}: {exc}", endpoint=path
-            ) from exc
+                f"cannot reach Prometheus at {self._display_url}: {error}", endpoint=path
+            ) from error
+        return response
 
     @staticmethod
-    def _decode(path: str, status: int, *, body: bytes, budget_seconds: float) -> Any:
+    def _body(path: str, response: HttpResponse) -> bytes:
+        """The body without its ``Content-Encoding`` (sent only when a header asked for it)."""
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("identity", ""):
+            return response.body
+        try:
+            if encoding in ("gzip", "x-gzip"):
+                return zlib.decompress(response.body, 16 + zlib.MAX_WBITS)
+            if encoding == "deflate":
+                try:
+                    return zlib.decompress(response.body)
+                except zlib.error:
+                    return zlib.decompress(response.body, -zlib.MAX_WBITS)  # raw deflate
+        except zlib.error as error:
+            raise PrometheusResponseError(
+                f"HTTP {response.status}: cannot decode the {encoding} answer: {error}",
+                endpoint=path,
+            ) from None
+        raise PrometheusResponseError(
+            f"HTTP {response.status}: unsupported Content-Encoding {encoding!r}", endpoint=path
+        )
+
+    @classmethod
+    def _decode(cls, path: str, response: HttpResponse, *, budget_seconds: float) -> Any:
+        status = response.status
         if status // 100 != 2 and status not in _JSON_STATUSES:
-            raise PrometheusHTTPError(
-                status, body[:200].decode("utf-8", "replace").strip(), endpoint=path
-            )
+            text = response.body[:200].decode("utf-8", "replace").strip()
+            location = response.headers.get("location")
+            if 300 <= status < 400 and location is not None:
+                text = f"redirect to {location} (not followed) {text}".strip()
+            raise PrometheusHTTPError(status, text, endpoint=path)
+        body = cls._body(path, response)
         try:
             envelope = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
