@@ -65,7 +65,7 @@ from hpa.core.conditions import (
     remove_condition,
     set_condition,
 )
-from hpa.core.explain import Explanation, Stage, TraceEntry, TraceValue
+from hpa.core.explain import Explanation, Stage, TraceEntry, TracePart, TraceValue
 from hpa.core.frozen import fast_init
 from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
@@ -352,7 +352,7 @@ class _Proposal:
     metric_name: str
     status: MetricStatus
     timestamp: datetime | None
-    trace: TraceEntry
+    trace: TracePart
 
 
 @dataclass(slots=True)
@@ -362,7 +362,7 @@ class _Context:
     updates: ConditionUpdates
     now: datetime
     events: list[Event] = field(default_factory=list)
-    trace: list[TraceEntry] = field(default_factory=list)
+    trace: list[TracePart] = field(default_factory=list)
     proposals: list[int | None] = field(default_factory=list)
     failures: list[tuple[str, str] | None] = field(default_factory=list)
 
@@ -438,14 +438,31 @@ def _pod_details(calc: ReplicaCalculation) -> list[tuple[str, TraceValue]]:
     return details
 
 
-def _metric_trace(
-    metric_name: str, calc: ReplicaCalculation, inputs: Sequence[tuple[str, TraceValue]]
+def _metric_entry(
+    metric_name: str,
+    calc: ReplicaCalculation,
+    inputs: Sequence[tuple[str, TraceValue | MetricValueStatus]],
 ) -> TraceEntry:
     return TraceEntry(
         Stage.METRIC,
         f"{metric_name}: proposes {calc.replica_count} replicas",
-        (*inputs, *_pod_details(calc)),
+        (
+            *[
+                (key, _format_value_status(value) if type(value) is MetricValueStatus else value)
+                for key, value in inputs
+            ],
+            *_pod_details(calc),
+        ),
     )
+
+
+def _metric_trace(
+    metric_name: str,
+    calc: ReplicaCalculation,
+    inputs: Sequence[tuple[str, TraceValue | MetricValueStatus]],
+) -> TracePart:
+    """The metric's trace entry, deferred (a current value is formatted when it is read)."""
+    return (_metric_entry, (metric_name, calc, inputs))
 
 
 # ---------------------------------------------------------------- computeReplicasForMetric
@@ -540,7 +557,7 @@ def _compute_resource(
     )
     inputs = [
         ("target", target_text),
-        ("current", _format_value_status(current)),
+        ("current", current),
         ("samples", len(observation.metrics)),
         ("selected pods", len(pods)),
     ]
@@ -593,7 +610,7 @@ def _compute_pods(
     metric_name = f"pods metric {source.metric.name}"
     inputs = [
         ("target", f"average value {target}m"),
-        ("current", _format_value_status(current)),
+        ("current", current),
         ("samples", len(observation.metrics)),
         ("selected pods", len(pods)),
     ]
@@ -682,7 +699,7 @@ def _compute_object(
     inputs = [
         ("object", f"{source.described_object.kind}/{source.described_object.name}"),
         ("target", target_text),
-        ("current", _format_value_status(current)),
+        ("current", current),
     ]
     if per_pod:
         inputs.append(("scale status.replicas", str(scale.status_replicas)))
@@ -761,7 +778,7 @@ def _compute_external(
     metric_name = f"external metric {name}({format_label_selector(source.metric.selector)})"
     inputs = [
         ("target", target_text),
-        ("current", _format_value_status(current)),
+        ("current", current),
         ("series", len(observation.values_milli)),
     ]
     if per_pod:
@@ -843,6 +860,26 @@ class _MetricsResult:
     error: str | None
 
 
+def _selector_entry(scale: CurrentScale, pod_count: int) -> TraceEntry:
+    return TraceEntry(
+        Stage.SELECTOR,
+        f"selector {scale.selector!r} selects {pod_count} pods",
+        (
+            ("scale spec.replicas", str(scale.spec_replicas)),
+            ("scale status.replicas", str(scale.status_replicas)),
+        ),
+    )
+
+
+def _proposal_entry(replicas: int, metric_name: str, invalid_count: int) -> TraceEntry:
+    details: tuple[tuple[str, TraceValue], ...] = ()
+    if invalid_count:
+        details = (("failed metrics (scale-up allowed)", str(invalid_count)),)
+    return TraceEntry(
+        Stage.PROPOSAL, f"largest proposal: {replicas} replicas from {metric_name}", details
+    )
+
+
 def _compute_replicas_for_metrics(
     ctx: _Context,
     spec: HorizontalPodAutoscalerSpec,
@@ -889,16 +926,7 @@ def _compute_replicas_for_metrics(
             TraceEntry(Stage.SELECTOR, "pods are selected by several HPAs", (("error", message),))
         )
         return _MetricsResult(-1, "", None, message)
-    ctx.trace.append(
-        TraceEntry(
-            Stage.SELECTOR,
-            f"selector {scale.selector!r} selects {len(pods)} pods",
-            (
-                ("scale spec.replicas", str(scale.spec_replicas)),
-                ("scale status.replicas", str(scale.status_replicas)),
-            ),
-        )
-    )
+    ctx.trace.append((_selector_entry, (scale, len(pods))))
 
     metric_count = len(spec.metrics)
     statuses: list[MetricStatus] = []
@@ -973,16 +1001,7 @@ def _compute_replicas_for_metrics(
         "ValidMetricFound",
         f"the HPA was able to successfully calculate a replica count from {metric_name}",
     )
-    details: tuple[tuple[str, TraceValue], ...] = ()
-    if first_failure is not None:
-        details = (("failed metrics (scale-up allowed)", str(invalid_count)),)
-    ctx.trace.append(
-        TraceEntry(
-            Stage.PROPOSAL,
-            f"largest proposal: {replicas} replicas from {metric_name}",
-            details,
-        )
-    )
+    ctx.trace.append((_proposal_entry, (replicas, metric_name, invalid_count)))
     return _MetricsResult(replicas, metric_name, tuple(statuses), error)
 
 
@@ -1004,7 +1023,6 @@ cached object)."""
 
 def _normalization_trace(
     norm: Normalization,
-    *,
     rules: ResolvedRules | None,
     settings: HorizontalSettings,
     min_replicas: int,
@@ -1054,6 +1072,26 @@ def _normalization_trace(
             TraceEntry(Stage.BOUNDS, f"within range: {norm.desired_replicas}", tuple(limits))
         )
     return entries
+
+
+def _scale_entry(
+    current_replicas: int, min_replicas: int, max_replicas: int, has_behavior: bool
+) -> TraceEntry:
+    return TraceEntry(
+        Stage.SCALE,
+        f"current replicas {current_replicas} (min {min_replicas}, max {max_replicas})",
+        (("behavior", "set" if has_behavior else "none (legacy normalization)"),),
+    )
+
+
+def _rescale_entry(current_replicas: int, desired_replicas: int, reason: str) -> TraceEntry:
+    return TraceEntry(
+        Stage.DECISION, f"rescale {current_replicas} -> {desired_replicas}", (("reason", reason),)
+    )
+
+
+def _steady_entry(current_replicas: int) -> TraceEntry:
+    return TraceEntry(Stage.DECISION, f"no rescale: replicas stay at {current_replicas}")
 
 
 def _reference(spec: HorizontalPodAutoscalerSpec, namespace: str) -> str:
@@ -1134,11 +1172,7 @@ def decide(
     else:
         needs_metrics_at_zero = min_replicas == 0
     ctx.trace.append(
-        TraceEntry(
-            Stage.SCALE,
-            f"current replicas {current_replicas} (min {min_replicas}, max {max_replicas})",
-            (("behavior", "set" if behavior is not None else "none (legacy normalization)"),),
-        )
+        (_scale_entry, (current_replicas, min_replicas, max_replicas, behavior is not None))
     )
 
     desired_replicas = 0
@@ -1274,14 +1308,8 @@ def decide(
             norm.limit.reason,
             norm.limit.message,
         )
-        ctx.trace.extend(
-            _normalization_trace(
-                norm,
-                rules=rules,
-                settings=settings,
-                min_replicas=min_replicas,
-                max_replicas=max_replicas,
-            )
+        ctx.trace.append(
+            (_normalization_trace, (norm, rules, settings, min_replicas, max_replicas))
         )
         desired_replicas = norm.desired_replicas
         if (
@@ -1301,13 +1329,7 @@ def decide(
         rescale = desired_replicas != current_replicas
 
     if rescale:
-        ctx.trace.append(
-            TraceEntry(
-                Stage.DECISION,
-                f"rescale {current_replicas} -> {desired_replicas}",
-                (("reason", rescale_reason),),
-            )
-        )
+        ctx.trace.append((_rescale_entry, (current_replicas, desired_replicas, rescale_reason)))
         pending: _PendingRescale | None = _PendingRescale(
             behavior=behavior,
             min_replicas=min_replicas,
@@ -1317,9 +1339,7 @@ def decide(
         )
     else:
         desired_replicas = current_replicas
-        ctx.trace.append(
-            TraceEntry(Stage.DECISION, f"no rescale: replicas stay at {current_replicas}")
-        )
+        ctx.trace.append((_steady_entry, (current_replicas,)))
         pending = None
     return Decision(
         desired_replicas=desired_replicas,

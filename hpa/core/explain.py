@@ -6,13 +6,20 @@ every input and every step that moved the number: each metric's proposal with it
 pods set aside (and why), the tolerance that was applied, the stabilization window and the
 recommendations it saw, the scaling policy limits, and the min/max bounds.
 
+Entries that ``decide`` writes on every pass are deferred (:data:`TracePart`): recorded as a pure
+function and its immutable arguments and built when the trace is read, so a caller that reads few
+traces (the simulator) does not format them. :attr:`Explanation.entries` and everything built on
+it read the same either way.
+
 Deliberate deviations: none (this module adds information; it changes no result).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, cast
 
 from hpa.core.frozen import fast_init
 
@@ -70,15 +77,40 @@ class TraceEntry:
         )
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """The ordered trace of one decision (and of the rescale result, once applied)."""
+TracePart = TraceEntry | tuple[Callable[..., "TraceEntry | Sequence[TraceEntry]"], tuple[Any, ...]]
+"""A trace entry, or one deferred: a pure function and its (immutable) arguments, called when the
+trace is read. ``decide`` defers the entries it writes on every pass, so a caller that never reads
+the trace (the simulator, between rescales) never formats them."""
 
-    entries: tuple[TraceEntry, ...] = ()
+
+@fast_init
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Explanation:
+    """The ordered trace of one decision (and of the rescale result, once applied).
+
+    Equality, hashing and ``repr`` are those of :attr:`entries`: a deferred part equals the
+    entries it builds."""
+
+    parts: tuple[TracePart, ...] = ()
+
+    @property
+    def entries(self) -> tuple[TraceEntry, ...]:
+        """Every entry, in order, deferred ones built now."""
+        entries: list[TraceEntry] = []
+        for part in self.parts:
+            if type(part) is tuple:
+                build, args = part
+                built = build(*args)
+                if type(built) is TraceEntry:
+                    entries.append(built)
+                else:
+                    entries.extend(cast("Sequence[TraceEntry]", built))
+            else:
+                entries.append(cast(TraceEntry, part))
+        return tuple(entries)
 
     def with_entry(self, entry: TraceEntry) -> Explanation:
-        return Explanation((*self.entries, entry))
+        return Explanation((*self.parts, entry))
 
     def render(self) -> str:
         """Plain text, one block per entry, for terminals and logs."""
@@ -86,6 +118,17 @@ class Explanation:
 
     def __str__(self) -> str:
         return self.render()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Explanation):
+            return NotImplemented
+        return self.parts == other.parts or self.entries == other.entries
+
+    def __hash__(self) -> int:
+        return hash(self.entries)
+
+    def __repr__(self) -> str:
+        return f"Explanation(entries={self.entries!r})"
 
 
 def format_names(names: frozenset[str], *, limit: int = 10) -> str:

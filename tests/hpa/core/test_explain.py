@@ -29,3 +29,23 @@ def test_long_pod_lists_are_bounded() -> None:
     )
     assert format_value(()) == "-"
     assert format_value(frozenset()) == "-"
+
+
+def _entry(replicas: int) -> TraceEntry:
+    return TraceEntry(Stage.DECISION, f"no rescale: replicas stay at {replicas}")
+
+
+def _two_entries(replicas: int) -> list[TraceEntry]:
+    return [_entry(replicas), _entry(replicas + 1)]
+
+
+def test_a_deferred_part_reads_as_the_entries_it_builds() -> None:
+    """decide defers the entries it writes on every pass; readers see plain entries."""
+    deferred = Explanation(((_entry, (3,)), (_two_entries, (4,)))).with_entry(_entry(9))
+    built = Explanation((_entry(3), _entry(4), _entry(5), _entry(9)))
+    assert deferred.entries == built.entries
+    assert deferred == built
+    assert hash(deferred) == hash(built)
+    assert repr(deferred) == repr(built)
+    assert deferred.render() == built.render() == str(built)
+    assert deferred != Explanation((_entry(3),))
