@@ -168,15 +168,27 @@ class SimScaleClient:
         self._deployment = deployment
         self._clock = clock
         self._version = 1
+        self._version_text = "1"
+        """``str(self._version)``, kept with it."""
+        self._cached: ScaleSnapshot | None = None
 
     def _snapshot(self) -> ScaleSnapshot:
         deployment = self._deployment
-        return ScaleSnapshot(
+        cached = self._cached
+        if (
+            cached is not None
+            and cached.spec_replicas == deployment.spec_replicas
+            and cached.status_replicas == len(deployment.pods)
+            and cached.resource_version == self._version_text
+        ):
+            return cached  # immutable, and nothing it shows has changed
+        self._cached = ScaleSnapshot(
             spec_replicas=deployment.spec_replicas,
             status_replicas=len(deployment.pods),
             selector=deployment.selector,
-            resource_version=str(self._version),
+            resource_version=self._version_text,
         )
+        return self._cached
 
     async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
         return self._snapshot()
@@ -191,6 +203,7 @@ class SimScaleClient:
     ) -> ScaleUpdateResult:
         self._deployment.scale(replicas, self._clock.t_seconds)
         self._version += 1
+        self._version_text = str(self._version)
         return ScaleUpdated(self._snapshot())
 
 

@@ -290,10 +290,14 @@ class Deployment:
         self._load = trace.loads[0]
         self._ready = 0
         self._segments = _Segments()
+        self._stamp: tuple[float, datetime] = (math.nan, SIM_EPOCH)
+        """The newest scrape's time and its wall time (one ``moment`` per scrape)."""
         start = -HISTORY_SECONDS
         for _ in range(replicas):
             self.pods.append(self._new_pod(start, running_at=start, ready_at=start))
         self._ready = replicas
+        self._settled_at = start
+        """When the last of the current pods became (or becomes) Running and Ready."""
         self._begin_segment(start)
 
     # --------------------------------------------------------------------------- dynamics
@@ -432,6 +436,9 @@ class Deployment:
                 pod.deleted = True
             self.pods = [p for p in self.pods if not p.deleted]
             self._ready -= sum(1 for p in victims if p.state(t_seconds) == 2)
+        self._settled_at = max(
+            (max(pod.running_at, pod.ready_at) for pod in self.pods), default=-math.inf
+        )
         self._begin_segment(t_seconds)
         if t_seconds >= 0:
             usage_rate, served_rate = self._rates()
@@ -494,12 +501,25 @@ class Deployment:
     def pod_samples(self, t_seconds: float, *, cpu: bool) -> tuple[dict[str, PodMetric], datetime]:
         """Per-pod samples of the newest scrape: CPU (milli-cores) or requests/s (milli)."""
         start, end = self.sample_window(t_seconds)
-        stamp = moment(end)
+        stamp_cache = self._stamp
+        if stamp_cache[0] == end:
+            stamp = stamp_cache[1]  # the HPAs of one sync read the same scrape
+        else:
+            stamp = moment(end)
+            self._stamp = (end, stamp)
         window = self.pipeline.window_seconds
         scale = 1 if cpu else 1000
         common: PodMetric | None = None
+        pods = self.pods
+        if self._settled_at <= start:
+            # every pod Ready through the whole window: one (immutable) sample for all
+            index = 0 if cpu else 1
+            segments = self._segments
+            average = (segments.at(end)[index] - segments.at(start)[index]) / window
+            common = PodMetric(_milli_up(average * scale), stamp, window)
+            return dict.fromkeys([pod.name for pod in pods], common), stamp
         samples: dict[str, PodMetric] = {}
-        for pod in self.pods:
+        for pod in pods:
             if pod.ready_at <= start and pod.running_at <= start:
                 if common is None:
                     # every pod Ready through the whole window has the same (immutable) sample
