@@ -382,12 +382,12 @@ class HttpTransport:
         idle = self._idle
         if not idle:
             return None
-        oldest_allowed = asyncio.get_running_loop().time() - self._idle_timeout
+        now = asyncio.get_running_loop().time()
         while idle:
             connection = idle.pop()
             if connection.closed:
                 continue
-            if connection.idle_since < oldest_allowed:
+            if now - connection.idle_since >= self._idle_timeout:
                 connection.close()
                 continue
             return connection
