@@ -712,7 +712,8 @@ class HorizontalController:
         previous = self._last_sync.get(key)
         if previous is not None:
             interval = max(0.0, started - previous)
-            self.metrics.sync_interval.observe(interval)
+            if self.metrics.observed:
+                self.metrics.sync_interval.observe(interval)
             if self._on_sync_interval is not None:
                 self._on_sync_interval(key, interval)
         self._last_sync[key] = started
@@ -988,7 +989,9 @@ class HorizontalController:
                 scaled = True
 
         self._histories[key] = decision.history
-        self.metrics.num_hpas.set(len(self._histories))
+        observed = self.metrics.observed
+        if observed:
+            self.metrics.num_hpas.set(len(self._histories))
 
         events = list(decision.events)
         status_written = False
@@ -1010,7 +1013,8 @@ class HorizontalController:
                         f"to {decision.desired_replicas}; reason: {decision.rescale_reason}",
                     )
                 )
-            self.metrics.child(self.metrics.status_writes, "dry_run").inc()
+            if observed:
+                self.metrics.child(self.metrics.status_writes, "dry_run").inc()
         else:
             status_error = await self._write_status(hpa, decision.status)
             if status_error is None:
@@ -1022,12 +1026,13 @@ class HorizontalController:
             self._events.record(hpa, event)
 
         desired = decision.desired_replicas
-        gauge = self._desired_gauges.get(key)
-        if gauge is None:
-            gauge = self._desired_gauges[key] = self.metrics.desired_replicas.labels(
-                namespace=hpa.namespace, hpa_name=hpa.name
-            )
-        gauge.set(desired)
+        if observed:
+            gauge = self._desired_gauges.get(key)
+            if gauge is None:
+                gauge = self._desired_gauges[key] = self.metrics.desired_replicas.labels(
+                    namespace=hpa.namespace, hpa_name=hpa.name
+                )
+            gauge.set(desired)
         action: Action = "none"
         if scaled:
             action = "scale_up" if desired > decision.current_replicas else "scale_down"
@@ -1095,7 +1100,8 @@ class HorizontalController:
             old_observed_generation=hpa.observed_generation,
             new_observed_generation=hpa.generation or None,
         ):
-            self.metrics.child(self.metrics.status_writes, "skipped").inc()
+            if self.metrics.observed:
+                self.metrics.child(self.metrics.status_writes, "skipped").inc()
             return ""
         try:
             outcome = await self._status_writer.update_status(
@@ -1104,7 +1110,8 @@ class HorizontalController:
         except Exception as error:  # noqa: BLE001 - upstream's FailedUpdateStatus path
             self.metrics.child(self.metrics.status_writes, "failed").inc()
             return error_text(error)
-        self.metrics.child(self.metrics.status_writes, str(outcome)).inc()
+        if self.metrics.observed:
+            self.metrics.child(self.metrics.status_writes, str(outcome)).inc()
         if outcome == StatusWriteOutcome.CONFLICT:
             return ""
         return None

@@ -17,6 +17,7 @@ from hpa.core.behavior import (
     NormalizationArg,
     TimestampedRecommendation,
     TimestampedScaleEvent,
+    _stabilize_with_behaviors,
     calculate_scale_down_limit_with_behaviors,
     calculate_scale_up_limit_with_scaling_rules,
     normalize_desired_replicas,
@@ -281,3 +282,80 @@ def test_histories_are_returned_not_mutated() -> None:
     assert stabilized == 3
     assert log == (TimestampedRecommendation(4, NOW - timedelta(minutes=10)),)
     assert new_log == (TimestampedRecommendation(3, NOW),)
+
+
+def _upstream_stabilize_with_behaviors(
+    log: tuple[TimestampedRecommendation, ...], args: NormalizationArg, now: datetime
+) -> tuple[int, tuple[TimestampedRecommendation, ...], list[int]]:
+    """``stabilizeRecommendationWithBehaviors`` transliterated loop for loop from upstream's Go,
+    plus the values in either window (what the trace shows)."""
+    up_recommendation = args.desired_replicas
+    up_cutoff = now - timedelta(seconds=args.scale_up_behavior.stabilization_window_seconds or 0)
+    down_recommendation = args.desired_replicas
+    down_cutoff = now - timedelta(
+        seconds=args.scale_down_behavior.stabilization_window_seconds or 0
+    )
+    found_old_sample = False
+    old_sample_index = 0
+    window: list[int] = []
+    for i, rec in enumerate(log):
+        if rec.timestamp > up_cutoff:
+            up_recommendation = min(rec.recommendation, up_recommendation)
+        if rec.timestamp > down_cutoff:
+            down_recommendation = max(rec.recommendation, down_recommendation)
+        if rec.timestamp > up_cutoff or rec.timestamp > down_cutoff:
+            window.append(rec.recommendation)
+        if rec.timestamp < up_cutoff and rec.timestamp < down_cutoff:
+            found_old_sample = True
+            old_sample_index = i
+    recommendation = args.current_replicas
+    if recommendation < up_recommendation:
+        recommendation = up_recommendation
+    if recommendation > down_recommendation:
+        recommendation = down_recommendation
+    entry = TimestampedRecommendation(args.desired_replicas, now)
+    new_log = list(log)
+    if found_old_sample:
+        new_log[old_sample_index] = entry
+    else:
+        new_log.append(entry)
+    return recommendation, tuple(new_log), window
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    log=st.lists(
+        st.builds(
+            TimestampedRecommendation,
+            recommendation=st.integers(0, 20),
+            timestamp=st.sampled_from((0, 15, 60, 285, 300, 315, 600, 900, 1200)).map(
+                lambda s: NOW - timedelta(seconds=s)
+            ),
+        ),
+        max_size=30,
+    ).map(tuple),
+    proposal=st.integers(0, 20),
+    current=st.integers(0, 20),
+    up_window=st.sampled_from((None, 0, 60, 300, 600)),
+    down_window=st.sampled_from((None, 0, 60, 300, 600)),
+)
+def test_behavior_stabilization_equals_upstreams_loop(
+    log: tuple[TimestampedRecommendation, ...],
+    proposal: int,
+    current: int,
+    up_window: int | None,
+    down_window: int | None,
+) -> None:
+    """Same result, same log (the last entry older than both windows overwritten, else the
+    proposal appended) and same in-window values, with timestamps on and around the cutoffs."""
+    args = NormalizationArg(
+        scale_up_behavior=ScalingRules(stabilization_window_seconds=up_window),
+        scale_down_behavior=ScalingRules(stabilization_window_seconds=down_window),
+        min_replicas=0,
+        max_replicas=1000,
+        current_replicas=current,
+        desired_replicas=proposal,
+    )
+    expected, expected_log, expected_window = _upstream_stabilize_with_behaviors(log, args, NOW)
+    stabilized, _, _, new_log, window = _stabilize_with_behaviors(log, args, now=NOW)
+    assert (stabilized, new_log, list(window)) == (expected, expected_log, expected_window)
