@@ -324,36 +324,24 @@ def _stabilize_with_behaviors(
     down_recommendation = args.desired_replicas
     down_cutoff = now - timedelta_of(args.scale_down_behavior.stabilization_window_seconds or 0)
     old_sample_index = -1
-    window: list[int]
+    window: list[int] = []
+    append = window.append
     if up_cutoff >= down_cutoff:
         # the usual case (up window no longer than the down window): after the up cutoff implies
-        # after the down cutoff, and before the down cutoff implies before both; one pass per
-        # bound, each a comprehension (a third of the cost of one loop placing every entry)
-        window = [rec.recommendation for rec in recommendations if rec.timestamp > down_cutoff]
-        if window:
-            highest = max(window)
-            if highest > down_recommendation:
-                down_recommendation = highest
-            if up_cutoff == down_cutoff:
-                lowest = min(window)
-            else:
-                lowest = min(
-                    [rec.recommendation for rec in recommendations if rec.timestamp > up_cutoff],
-                    default=up_recommendation,
-                )
-            if lowest < up_recommendation:
-                up_recommendation = lowest
-        if len(window) < len(recommendations):
-            # Before(upCutoff) && Before(downCutoff): the last such entry (one at a cutoff is
-            # neither after nor before it)
-            stale = [
-                index for index, rec in enumerate(recommendations) if rec.timestamp < down_cutoff
-            ]
-            if stale:
-                old_sample_index = stale[-1]
+        # after the down cutoff, so most entries need one comparison to be placed
+        for index, rec in enumerate(recommendations):
+            timestamp = rec.timestamp
+            if timestamp > down_cutoff:
+                value = rec.recommendation
+                append(value)
+                if value > down_recommendation:
+                    down_recommendation = value
+                if value < up_recommendation and timestamp > up_cutoff:
+                    up_recommendation = value
+            elif timestamp != down_cutoff and timestamp != up_cutoff:
+                # Before(upCutoff) && Before(downCutoff)
+                old_sample_index = index
     else:
-        window = []
-        append = window.append
         for index, rec in enumerate(recommendations):
             timestamp = rec.timestamp
             after_up = timestamp > up_cutoff
