@@ -83,6 +83,7 @@ from adapter.rules import (
 )
 from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.registry import SeriesInfo
+from hpa.core.frozen import fast_init
 from hpa.core.quantity import Quantity
 
 log = structlog.get_logger(__name__)
@@ -104,6 +105,7 @@ class IndexSource(Protocol):
     def index(self) -> MetricIndex: ...
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CustomMetricValue:
     """``custom_metrics.MetricValue``, version-neutral.
@@ -114,6 +116,8 @@ class CustomMetricValue:
     metric_selector: the request's ``metricLabelSelector`` (``metric.selector`` in v1beta2,
         ``selector`` in v1beta1; None when it was empty, as upstream).
     window_seconds: None when unknown (``windowSeconds`` is then omitted).
+
+    Built one per object per request, so with ``hpa.core.frozen.fast_init``'s ``__init__``.
     """
 
     described_object: ObjectReference
@@ -160,10 +164,8 @@ class _SharedProbe(NamedTuple):
     freshness: dict[str, Freshness]
 
 
-class _Judged(NamedTuple):
-    value_milli: int | None
-    timestamp: datetime | None
-    cause: MissingCause | None
+_Judged = CustomMetricValue | MissingCause
+"""An object's value, or why it has none."""
 
 
 class CustomMetricsProvider:
@@ -215,21 +217,17 @@ class CustomMetricsProvider:
         requirements = parse_request_selector(metric_selector, what="metric label selector")
         plan = self._plan(info, namespace=namespace, names=[name], requirements=requirements)
         judged = await self._evaluate(
-            plan, [name], namespace=namespace, timeout_seconds=timeout_seconds
+            plan,
+            [name],
+            namespace=namespace,
+            timeout_seconds=timeout_seconds,
+            requirements=requirements,
         )
         result = judged[name]
-        if result.value_milli is None or result.timestamp is None:
-            cause = result.cause or MissingCause.EMPTY_RESULT
-            self._count_missing(cause)
-            raise MetricNotFoundError(info.group_resource, info.metric, name=name, cause=cause)
-        return self._value(
-            plan,
-            name,
-            namespace=namespace,
-            judged=result,
-            requirements=requirements,
-            kind_of=self._kinds.kind_for(plan.info.group_resource),
-        )
+        if isinstance(result, MissingCause):
+            self._count_missing(result)
+            raise MetricNotFoundError(info.group_resource, info.metric, name=name, cause=result)
+        return result
 
     async def get_metric_by_selector(
         self,
@@ -258,26 +256,20 @@ class CustomMetricsProvider:
             )
         plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
         judged = await self._evaluate(
-            plan, names, namespace=namespace, timeout_seconds=timeout_seconds
+            plan,
+            names,
+            namespace=namespace,
+            timeout_seconds=timeout_seconds,
+            requirements=requirements,
         )
-        values = []
+        values: list[CustomMetricValue] = []
         causes: list[MissingCause] = []
-        kind_of = self._kinds.kind_for(plan.info.group_resource)
         for name in names:
             result = judged[name]
-            if result.value_milli is None or result.timestamp is None:
-                causes.append(result.cause or MissingCause.EMPTY_RESULT)
-                continue
-            values.append(
-                self._value(
-                    plan,
-                    name,
-                    namespace=namespace,
-                    judged=result,
-                    requirements=requirements,
-                    kind_of=kind_of,
-                )
-            )
+            if isinstance(result, MissingCause):
+                causes.append(result)
+            else:
+                values.append(result)
         for cause in causes:
             self._count_missing(cause)
         if not values:
@@ -397,10 +389,12 @@ class CustomMetricsProvider:
         *,
         namespace: str | None,
         timeout_seconds: float | None,
+        requirements: tuple[Requirement, ...],
     ) -> dict[str, _Judged]:
-        """Each name's value, judged. With a probe: the value query alone when a shared probe
-        younger than ``probe_reuse_seconds`` proves every value fresh, else (or when it does
-        not) the value query merged with a new probe, whose answer then decides."""
+        """Each name's value, judged (or why it has none). With a probe: the value query alone
+        when a shared probe younger than ``probe_reuse_seconds`` proves every value fresh, else
+        (or when it does not) the value query merged with a new probe, whose answer then
+        decides."""
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         shared = plan.shared_probe if self.settings.probe_reuse_seconds > 0 else None
@@ -414,7 +408,14 @@ class CustomMetricsProvider:
                     self._querier, plan.query, timeout_seconds=timeout_seconds
                 )
                 by_name = _value_samples(plan, vector_samples(result))
-                judged, proven = self._judge(plan, names, by_name, shared.freshness)
+                judged, proven = self._judge(
+                    plan,
+                    names,
+                    by_name,
+                    shared.freshness,
+                    namespace=namespace,
+                    requirements=requirements,
+                )
                 if proven:
                     return judged
                 # a value the shared probe cannot vouch for: a new probe decides, as without reuse
@@ -425,7 +426,9 @@ class CustomMetricsProvider:
         finally:
             plan.refreshing -= 1
         by_name, freshness = _split_answer(plan, vector_samples(result))
-        judged, proven = self._judge(plan, names, by_name, freshness)
+        judged, proven = self._judge(
+            plan, names, by_name, freshness, namespace=namespace, requirements=requirements
+        )
         if freshness is not None:
             latest = plan.shared_probe
             if latest is None or latest.sent_monotonic <= sent_monotonic:
@@ -438,77 +441,75 @@ class CustomMetricsProvider:
         names: Sequence[str],
         by_name: dict[str, Sample],
         freshness: dict[str, Freshness] | None,
+        *,
+        namespace: str | None,
+        requirements: tuple[Requirement, ...],
     ) -> tuple[dict[str, _Judged], bool]:
-        """The judged value of each name, and whether ``freshness`` proved every value that
-        Prometheus returned fresh (no ``STALE``). A value's age is its evaluation time (the
-        value sample's timestamp, Prometheus's clock) minus the probe's newest-sample time: for
-        a probe of an earlier evaluation that is an upper bound of the real age."""
+        """The value of each name (or why it has none), and whether ``freshness`` proved every
+        value that Prometheus returned fresh (no ``STALE``). A value's age is its evaluation time
+        (the value sample's timestamp, Prometheus's clock) minus the probe's newest-sample time:
+        for a probe of an earlier evaluation that is an upper bound of the real age.
+
+        The ``CustomMetricValue``s are built here, in the one loop over the names (a value per
+        object per request: no intermediate judgement per object)."""
         bound = self.settings.max_sample_age_seconds
         empty_is_zero = self.settings.policy(plan.info.metric).empty_is_zero
+        kind_of: tuple[str, str] | None = None  # looked up with the first value (it may fail)
+        references: dict[str, ObjectReference] = {}
+        metric = plan.info.metric
+        window_seconds = plan.window_seconds
+        metric_selector = requirements or None
         times: dict[float, datetime] = {}  # the samples of one scrape share their time
         judged: dict[str, _Judged] = {}
         proven = True
         for name in names:
             sample = by_name.get(name)
             if sample is None:
-                if empty_is_zero:
-                    judged[name] = _Judged(0, self._clock.now(), None)
-                else:
-                    judged[name] = _Judged(None, None, MissingCause.EMPTY_RESULT)
-                continue
-            milli = milli_from_text(sample.value_text)
-            if milli is None:
-                judged[name] = _Judged(None, None, MissingCause.NOT_FINITE)
-                continue
-            timestamp_seconds = sample.timestamp_seconds
-            if freshness is not None and bound is not None:
-                fresh = freshness.get(name)
-                if (
-                    fresh is None
-                    or timestamp_seconds - fresh.sample_time_seconds > bound
-                    or fresh.age_seconds > bound
-                ):
-                    judged[name] = _Judged(None, None, MissingCause.STALE)
-                    proven = False
+                if not empty_is_zero:
+                    judged[name] = MissingCause.EMPTY_RESULT
                     continue
-                timestamp_seconds = fresh.sample_time_seconds
-            timestamp = times.get(timestamp_seconds)
-            if timestamp is None:
-                timestamp = times[timestamp_seconds] = timestamp_from_seconds(timestamp_seconds)
-            judged[name] = _Judged(milli, timestamp, None)
-        return judged, proven
-
-    def _value(
-        self,
-        plan: _Plan,
-        name: str,
-        *,
-        namespace: str | None,
-        judged: _Judged,
-        requirements: tuple[Requirement, ...],
-        kind_of: tuple[str, str],
-    ) -> CustomMetricValue:
-        """``kind_of``: ``(apiVersion, kind)`` of the plan's resource (looked up once per
-        request)."""
-        assert judged.value_milli is not None
-        assert judged.timestamp is not None
-        references = plan.references.get(kind_of)
-        if references is None:
-            references = plan.references[kind_of] = {}
-        reference = references.get(name)
-        if reference is None:
-            api_version, kind = kind_of
-            reference = references[name] = ObjectReference(
-                api_version, kind, name=name, namespace=namespace or ""
+                milli = 0
+                timestamp = self._clock.now()
+            else:
+                parsed = milli_from_text(sample.value_text)
+                if parsed is None:
+                    judged[name] = MissingCause.NOT_FINITE
+                    continue
+                milli = parsed
+                timestamp_seconds = sample.timestamp_seconds
+                if freshness is not None and bound is not None:
+                    fresh = freshness.get(name)
+                    if (
+                        fresh is None
+                        or timestamp_seconds - fresh.sample_time_seconds > bound
+                        or fresh.age_seconds > bound
+                    ):
+                        judged[name] = MissingCause.STALE
+                        proven = False
+                        continue
+                    timestamp_seconds = fresh.sample_time_seconds
+                found = times.get(timestamp_seconds)
+                if found is None:
+                    found = times[timestamp_seconds] = timestamp_from_seconds(timestamp_seconds)
+                timestamp = found
+            if kind_of is None:
+                kind_of = self._kinds.kind_for(plan.info.group_resource)
+                references = plan.references.setdefault(kind_of, {})
+            reference = references.get(name)
+            if reference is None:
+                api_version, kind = kind_of
+                reference = references[name] = ObjectReference(
+                    api_version, kind, name=name, namespace=namespace or ""
+                )
+            judged[name] = CustomMetricValue(
+                reference,
+                metric,
+                value_milli=milli,
+                timestamp=timestamp,
+                window_seconds=window_seconds,
+                metric_selector=metric_selector,
             )
-        return CustomMetricValue(
-            described_object=reference,
-            metric=plan.info.metric,
-            value_milli=judged.value_milli,
-            timestamp=judged.timestamp,
-            window_seconds=plan.window_seconds,
-            metric_selector=requirements or None,
-        )
+        return judged, proven
 
     def _count_missing(self, cause: MissingCause) -> None:
         if self._metrics is not None:
