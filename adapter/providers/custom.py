@@ -25,8 +25,9 @@ Deliberate deviations (docs/adapter-values.md):
   which then send the value query alone: each value's age is then measured from the reused
   probe's newest-sample time (an upper bound of the real age), a value it cannot vouch for sends
   a new merged query, and a series ended by a staleness marker is seen at most that much later;
-  past ``REFRESH_AHEAD`` of the window one request renews the probe while the others keep
-  reusing it (docs/adapter-values.md, "Sharing the probe");
+  past ``REFRESH_AHEAD`` of the window a probe alone is sent in the background (one at a time)
+  to renew it, while requests keep reusing the current one, so no request waits for a merged
+  query while requests keep coming (docs/adapter-values.md, "Sharing the probe");
 - the rendered value query and staleness probe are kept for the index they were rendered from,
   keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
   HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
@@ -35,6 +36,7 @@ Deliberate deviations (docs/adapter-values.md):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
@@ -50,12 +52,14 @@ from adapter.providers.errors import (
     MetricNotFoundError,
     MissingCause,
     ObjectListError,
+    ProviderError,
 )
 from adapter.providers.evaluation import (
     PART_LABEL,
     PROBE_PART,
     VALUE_PART,
     Freshness,
+    freshness_by_name,
     freshness_of,
     merged_query,
     object_probe_query,
@@ -89,8 +93,8 @@ from hpa.core.quantity import Quantity
 log = structlog.get_logger(__name__)
 
 REFRESH_AHEAD = 0.75
-"""A shared probe older than this fraction of ``probe_reuse_seconds`` is renewed by the next
-request (the others keep reusing it meanwhile)."""
+"""A shared probe older than this fraction of ``probe_reuse_seconds`` is renewed in the
+background, started by the next request (which, like the others, keeps reusing it meanwhile)."""
 
 PLAN_CACHE_SIZE = 256
 """Rendered plans kept per index (the oldest is dropped first)."""
@@ -154,6 +158,8 @@ class _Plan:
     mutated; ``_evaluate`` reuses it within ``ValueSettings.probe_reuse_seconds``)."""
     refreshing: int = 0
     """Merged queries (value and probe) of this plan in flight."""
+    renewal: asyncio.Task[None] | None = None
+    """The background renewal of ``shared_probe`` in flight, if any."""
 
 
 class _SharedProbe(NamedTuple):
@@ -195,6 +201,12 @@ class CustomMetricsProvider:
         self._metrics = metrics
         self._plans: dict[_PlanKey, _Plan] = {}
         self._plans_index: MetricIndex | None = None
+        self._renewals: set[asyncio.Task[None]] = set()
+
+    async def wait_for_renewals(self) -> None:
+        """Until the background renewals of shared probes in flight have finished."""
+        while self._renewals:
+            await asyncio.wait(set(self._renewals))
 
     def list_all_metrics(self) -> list[CustomMetricInfo]:
         """``ListAllMetrics`` from the current index (sorted)."""
@@ -401,9 +413,12 @@ class CustomMetricsProvider:
         if plan.probe is not None and shared is not None:
             reuse = self.settings.probe_reuse_seconds
             age = self._clock.monotonic() - shared.sent_monotonic
-            # past REFRESH_AHEAD of the window one request (at a time) probes anew while the
-            # others keep reusing, so requests rarely find the shared probe expired
-            if age <= reuse and (age <= REFRESH_AHEAD * reuse or plan.refreshing):
+            if age <= reuse:
+                # past REFRESH_AHEAD of the window a probe alone renews it in the background
+                # (one at a time, none while a merged query is in flight) while requests keep
+                # reusing it, so they rarely find it expired and wait for a merged query
+                if age > REFRESH_AHEAD * reuse and plan.renewal is None and not plan.refreshing:
+                    self._renew_probe(plan, timeout_seconds=timeout_seconds)
                 result = await run_instant(
                     self._querier, plan.query, timeout_seconds=timeout_seconds
                 )
@@ -434,6 +449,50 @@ class CustomMetricsProvider:
             if latest is None or latest.sent_monotonic <= sent_monotonic:
                 plan.shared_probe = _SharedProbe(sent_monotonic, freshness) if proven else None
         return judged
+
+    def _renew_probe(self, plan: _Plan, *, timeout_seconds: float | None) -> None:
+        """Send the plan's probe alone, as a named background task, and share its answer."""
+        task = asyncio.create_task(
+            self._probe_for_sharing(plan, timeout_seconds=timeout_seconds),
+            name=f"staleness probe renewal for {plan.info.metric}",
+        )
+        plan.renewal = task
+        self._renewals.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._renewals.discard(finished)
+            if plan.renewal is finished:
+                plan.renewal = None
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error(
+                    "staleness_probe_renewal_crashed",
+                    metric=plan.info.metric,
+                    error=repr(finished.exception()),
+                )
+
+        task.add_done_callback(done)
+
+    async def _probe_for_sharing(self, plan: _Plan, *, timeout_seconds: float | None) -> None:
+        """A probe answer replaces the shared one unless a newer probe did already; one that
+        finds any object stale is not shared, so the next request sends a merged query that
+        decides (as a merged answer with a stale value is not shared). A failure is logged and
+        leaves the shared probe to expire."""
+        assert plan.probe is not None
+        sent_monotonic = self._clock.monotonic()
+        try:
+            result = await run_instant(self._querier, plan.probe, timeout_seconds=timeout_seconds)
+            freshness = dict(freshness_by_name(vector_samples(result), plan.label))
+        except ProviderError as error:
+            log.warning("staleness_probe_renewal_failed", metric=plan.info.metric, error=str(error))
+            return
+        latest = plan.shared_probe
+        if latest is not None and latest.sent_monotonic > sent_monotonic:
+            return
+        bound = self.settings.max_sample_age_seconds
+        if bound is not None and any(fresh.age_seconds > bound for fresh in freshness.values()):
+            plan.shared_probe = None
+        else:
+            plan.shared_probe = _SharedProbe(sent_monotonic, freshness)
 
     def _judge(
         self,

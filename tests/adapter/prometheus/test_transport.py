@@ -123,8 +123,8 @@ async def server() -> AsyncIterator[ScriptedServer]:
     await scripted.stop()
 
 
-def transport_to(server: ScriptedServer, **options: float) -> HttpTransport:
-    return HttpTransport(Origin.parse(server.url), **options)
+def transport_to(server: ScriptedServer, *, idle_timeout_seconds: float = 15.0) -> HttpTransport:
+    return HttpTransport(Origin.parse(server.url), idle_timeout_seconds=idle_timeout_seconds)
 
 
 def get(path: str = "/") -> bytes:

@@ -158,3 +158,4 @@ async def scenario(settings: ValueSettings | None = None) -> AsyncIterator[Setup
             clock=clock,
             registry=registry,
         )
+        await providers.custom.wait_for_renewals()

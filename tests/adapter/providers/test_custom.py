@@ -287,10 +287,23 @@ def _value_only(queries: list[str]) -> list[bool]:
     return [merged_parts(query) is None for query in queries]
 
 
+def _sent(queries: list[str]) -> list[str]:
+    """Each query sent: ``merged`` (value and probe), ``probe`` (alone) or ``value`` (alone)."""
+    return [
+        "merged"
+        if merged_parts(query) is not None
+        else "probe"
+        if query.startswith("max by")
+        else "value"
+        for query in queries
+    ]
+
+
 async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window() -> None:
     """Requests for the same pods within ``probe_reuse_seconds`` of a probe send the value query
     alone and keep the probe's sample time; past three quarters of the window the next request
-    probes anew (and once the window is over, every request would)."""
+    starts a probe alone in the background and, like the others, still reuses the current probe
+    until the new one has answered."""
     async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
         setup.tables.values = {"web-1": "1", "web-2": "2"}
         setup.tables.ages = {"web-1": 3.0, "web-2": 4.0}
@@ -309,38 +322,92 @@ async def test_a_probe_that_proved_every_value_fresh_is_reused_within_the_window
         reused = await values()
         await setup.clock.advance(0.01)
         setup.tables.ages = {"web-1": 0.5, "web-2": 0.5}
-        probed_again = await values()
-        queries = setup.prometheus.queries()
+        renewing = await values()
+        await custom.wait_for_renewals()
+        renewed = await values()
+        sent = _sent(setup.prometheus.queries())
     at = {
         name: datetime.fromtimestamp(EVAL_SECONDS - age, UTC)
         for name, age in (("web-1", 3.0), ("web-2", 4.0))
     }
     assert first == [("web-1", "1", at["web-1"]), ("web-2", "2", at["web-2"])]
     # new values from Prometheus, the freshness (and so the timestamp) from the shared probe
-    assert reused == [("web-1", "5", at["web-1"]), ("web-2", "6", at["web-2"])]
+    assert reused == renewing == [("web-1", "5", at["web-1"]), ("web-2", "6", at["web-2"])]
     newest = datetime.fromtimestamp(EVAL_SECONDS - 0.5, UTC)
-    assert probed_again == [("web-1", "5", newest), ("web-2", "6", newest)]
-    assert _value_only(queries[-3:]) == [False, True, False]
+    assert renewed == [("web-1", "5", newest), ("web-2", "6", newest)]
+    assert sent[-5:-3] == ["merged", "value"]
+    assert sorted(sent[-3:-1]) == ["probe", "value"]  # the renewal went alongside
+    assert sent[-1] == "value"
 
 
-async def test_while_one_request_renews_the_shared_probe_the_others_reuse_it() -> None:
+async def test_one_background_renewal_at_a_time_while_requests_reuse_the_probe() -> None:
     async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
         setup.tables.values = {"web-1": "1"}
         setup.tables.ages = {"web-1": 1.0}
         custom = setup.providers.custom
         await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
         await setup.clock.advance(0.9)
-        before = len(setup.prometheus.requests)
+        before = len(setup.prometheus.queries())
+        before_requests = len(setup.prometheus.requests)
         gate = setup.prometheus.hold()
+        # both requests start before Prometheus answers anything: the first starts the renewal
         renewing = asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
-        await setup.prometheus.wait_for_requests(before + 1)
         reusing = asyncio.create_task(custom.get_metric_by_name(pods(), "web-1", namespace="ns1"))
-        await setup.prometheus.wait_for_requests(before + 2)
+        await setup.prometheus.wait_for_requests(before_requests + 2)
         gate.set()
         values = await asyncio.gather(renewing, reusing)
-        queries = setup.prometheus.queries()
+        await custom.wait_for_renewals()
+        sent = _sent(setup.prometheus.queries())
     assert [str(value.value) for value in values] == ["1", "1"]
-    assert _value_only(queries[-2:]) == [False, True]
+    assert sent[0] == "merged"
+    assert sorted(sent[before:]) == ["probe", "value"]  # the value queries coalesced
+
+
+async def test_a_background_probe_that_finds_a_value_stale_is_not_shared() -> None:
+    """The renewal finds the newest sample past the bound: it is not shared, so the next request
+    sends the merged query, and its answer decides (stale)."""
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1.0}
+        custom = setup.providers.custom
+        await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await setup.clock.advance(0.8)
+        setup.tables.ages = {"web-1": 45.0}
+        reused = await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await custom.wait_for_renewals()
+        with pytest.raises(MetricNotFoundError) as caught:
+            await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        sent = _sent(setup.prometheus.queries())
+    assert str(reused.value) == "1"  # within the window, judged by the shared probe
+    assert caught.value.cause is MissingCause.STALE
+    assert sent[-1] == "merged"
+    assert sorted(sent[-3:-1]) == ["probe", "value"]
+
+
+async def test_a_failed_background_probe_is_sent_again_by_the_next_request() -> None:
+    """A renewal that fails is logged and shares nothing; the current probe is still reused
+    within its window, and the next request past three quarters of it starts a new renewal."""
+    async with scenario(ValueSettings(max_sample_age_seconds=30.0)) as setup:
+        setup.tables.values = {"web-1": "1"}
+        setup.tables.ages = {"web-1": 1.0}
+        custom = setup.providers.custom
+        await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await setup.clock.advance(0.8)
+        overloaded = {"status": "error", "errorType": "unavailable", "error": "overloaded"}
+        setup.prometheus.fail("/api/v1/query", status=503, body=overloaded, times=2)
+        with pytest.raises(MetricFetchError):
+            await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await custom.wait_for_renewals()  # the probe failed too: logged, nothing shared
+        failed = len(setup.prometheus.queries())
+        within = await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        await custom.wait_for_renewals()
+        await setup.clock.advance(0.21)  # past the first probe's window, within the new one's
+        after = await custom.get_metric_by_name(pods(), "web-1", namespace="ns1")
+        sent = _sent(setup.prometheus.queries())
+    assert str(within.value) == str(after.value) == "1"
+    assert sorted(sent[failed - 2 : failed]) == ["probe", "value"]
+    assert sorted(sent[failed : failed + 2]) == ["probe", "value"]
+    assert sent[failed + 2 :] == ["value"]
 
 
 async def test_a_shared_probe_too_old_for_a_value_sends_a_new_probe_that_decides() -> None:
