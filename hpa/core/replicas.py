@@ -64,7 +64,7 @@ from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
 from hpa.core.frozen import fast_init
-from hpa.core.memo import timedelta_of
+from hpa.core.memo import IdentityMemo, timedelta_of
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -470,13 +470,104 @@ class _Grouping:
     """
 
     groups: PodGroups
-    requests: dict[str, int] | None = None
+    requests: Mapping[str, int] | None = None
     ready_metrics_total: int | None = None
     ready_requests_total: int | None = None
     unique_names: bool = False
 
 
 _NAME = operator.attrgetter("name")
+
+
+_MIXED_TZINFO = object()
+"""The start times' tzinfo when they do not all share one tzinfo object (matches no ``now``)."""
+
+
+@dataclass(slots=True)
+class _PlainPods:
+    """What the all-ready check reads from one immutable tuple of pods, whatever the samples and
+    ``now``: whether every pod is Running and not deleted, their names, and, for CPU, whether every
+    pod is Ready=True with a start time, the start times' one tzinfo object and the latest start.
+    ``requests`` caches, per requested resource and ``PodLevelResources`` gate, every pod's request
+    and their sum (``None`` when a pod needs the general request path)."""
+
+    running: bool
+    names: tuple[str, ...]
+    name_set: frozenset[str]
+    cpu_ready: bool
+    start_tzinfo: object
+    latest_start: datetime | None
+    requests: dict[tuple[str, bool], tuple[Mapping[str, int], int] | None] = field(
+        default_factory=dict
+    )
+
+
+def _plain_pods(pods: Sequence[PodInfo]) -> _PlainPods:
+    running_phase = PodPhase.RUNNING
+    condition_true = ConditionStatus.TRUE
+    running = True
+    cpu_ready = True
+    tzinfo: object = None
+    latest: datetime | None = None
+    for pod in pods:
+        if pod.phase != running_phase or pod.deletion_timestamp is not None:
+            running = False
+        condition = pod.ready_condition
+        start_time = pod.start_time
+        if condition is None or condition.status != condition_true or start_time is None:
+            cpu_ready = False
+            continue
+        if latest is None:
+            tzinfo, latest = start_time.tzinfo, start_time
+        elif start_time.tzinfo is not tzinfo:
+            tzinfo = _MIXED_TZINFO
+        elif start_time > latest:
+            latest = start_time
+    names = tuple(pod.name for pod in pods)
+    return _PlainPods(running, names, frozenset(names), cpu_ready, tzinfo, latest)
+
+
+_plain_pods_memo = IdentityMemo(_plain_pods, max_entries=64)
+""":func:`_plain_pods` per pod tuple: a controller hands the core the same tuple while the pod
+lister's listing is unchanged. Small, so that a controller cycling through more HPAs than this
+(where it never hits) keeps only a few tuples alive."""
+
+
+def _plain_requests(
+    plain: _PlainPods, pods: Sequence[PodInfo], requested: str, pod_level_resources_enabled: bool
+) -> tuple[Mapping[str, int], int] | None:
+    """Every pod's request of ``requested`` when it is the sum over its named containers (no
+    init containers, no pod-level requests with the gate on), with their total; else ``None``."""
+    key = (requested, pod_level_resources_enabled)
+    if key in plain.requests:
+        return plain.requests[key]
+    requests: dict[str, int] = {}
+    total = 0
+    request = 0
+    last_containers: tuple[ContainerInfo, ...] | None = None
+    result: tuple[Mapping[str, int], int] | None = None
+    try:
+        for pod in pods:
+            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
+                break
+            containers = pod.containers
+            if containers is not last_containers:
+                # pods converted from one template share their containers tuple: sum it once
+                request = 0
+                for container in containers:
+                    if not container.name:
+                        raise TypeError
+                    # a missing request is None, and adding it raises TypeError (handled below)
+                    request += container.requests_milli.get(requested)  # type: ignore[operator]
+                last_containers = containers
+            requests[pod.name] = request
+            total += request
+        else:
+            result = (requests, total)
+    except TypeError:
+        result = None
+    plain.requests[key] = result
+    return result
 
 
 def _group_pods_if_all_ready(
@@ -495,74 +586,45 @@ def _group_pods_if_all_ready(
     before ``initialized_before`` with ``now``'s tzinfo object (see :func:`_group_pods`); with a
     ``request_resource``, also without init containers or pod-level requests (gate on) and with
     every container named and requesting it, so that the pod's request is the sum over its
-    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this loop does
-    only those checks and stops at the first pod that is not plainly ready; the caller then takes
-    the pod-by-pod port.
+    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this checks
+    only that (the pods' side once per pod tuple, :func:`_plain_pods`); when it fails the caller
+    takes the pod-by-pod port.
     """
     if is_cpu and initialized_before is None:
         return None
-    threshold = initialized_before if initialized_before is not None else GO_ZERO_TIME
-    requested = request_resource or ""
-    running = PodPhase.RUNNING
-    condition_true = ConditionStatus.TRUE
-    metric_of = metrics.get
-    with_requests = request_resource is not None
-    requests: dict[str, int] = {}
-    names: set[str] = set()
-    add_name = names.add
-    metrics_total = 0
-    requests_total = 0
-    request = 0
-    last_containers: tuple[ContainerInfo, ...] | None = None
-    try:
-        for pod in pods:
-            if pod.phase != running or pod.deletion_timestamp is not None:
-                return None
-            name = pod.name
-            metric = metric_of(name)
-            if metric is None:
-                return None
-            if is_cpu:
-                condition = pod.ready_condition
-                start_time = pod.start_time
-                if (
-                    condition is None
-                    or condition.status != condition_true
-                    or start_time is None
-                    or start_time.tzinfo is not now_tzinfo
-                    or start_time > threshold
-                ):
-                    return None
-            metrics_total += metric.value_milli
-            if with_requests:
-                if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-                    return None
-                containers = pod.containers
-                if containers is not last_containers:
-                    # pods converted from one template share their containers tuple: sum it once
-                    request = 0
-                    for container in containers:
-                        if not container.name:
-                            return None
-                        # a missing request is None, and adding it raises TypeError (handled below)
-                        request += container.requests_milli.get(requested)  # type: ignore[operator]
-                    last_containers = containers
-                requests[name] = request
-                requests_total += request
-            else:
-                add_name(name)
-    except TypeError:
+    plain = _plain_pods_memo(pods) if type(pods) is tuple else _plain_pods(pods)
+    if not plain.running:
         return None
+    names = plain.names
+    if is_cpu and names:
+        latest = plain.latest_start
+        if (
+            not plain.cpu_ready
+            or plain.start_tzinfo is not now_tzinfo
+            or latest is None
+            or initialized_before is None
+            or latest > initialized_before
+        ):
+            return None
+    if not metrics.keys() >= plain.name_set:
+        return None  # a pod without a sample
+    metrics_total = sum([metrics[name].value_milli for name in names])
+    requests: Mapping[str, int] | None = None
+    requests_total = 0
+    if request_resource is not None:
+        found = _plain_requests(plain, pods, request_resource, pod_level_resources_enabled)
+        if found is None:
+            return None
+        requests, requests_total = found
     groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
     # the sums stand for the samples' sums only when each name is counted once
-    unique_names = len(requests if with_requests else names) == len(pods)
-    if not unique_names:
-        return _Grouping(groups, requests if with_requests else None)
+    if len(plain.name_set) != len(pods):
+        return _Grouping(groups, requests)
     return _Grouping(
         groups,
-        requests if with_requests else None,
+        requests,
         metrics_total,
-        requests_total if with_requests else None,
+        requests_total if requests is not None else None,
         unique_names=True,
     )
 

@@ -290,6 +290,7 @@ class Deployment:
         self._load = trace.loads[0]
         self._ready = 0
         self._segments = _Segments()
+        self._names_cache: tuple[int, list[str]] = (-1, [])
         self._stamp: tuple[float, datetime] = (math.nan, SIM_EPOCH)
         """The newest scrape's time and its wall time (one ``moment`` per scrape)."""
         start = -HISTORY_SECONDS
@@ -517,7 +518,7 @@ class Deployment:
             segments = self._segments
             average = (segments.at(end)[index] - segments.at(start)[index]) / window
             common = PodMetric(_milli_up(average * scale), stamp, window)
-            return dict.fromkeys([pod.name for pod in pods], common), stamp
+            return dict.fromkeys(self._pod_names(), common), stamp
         samples: dict[str, PodMetric] = {}
         for pod in pods:
             if pod.ready_at <= start and pod.running_at <= start:
@@ -533,6 +534,13 @@ class Deployment:
             if average_or_none is not None:
                 samples[pod.name] = PodMetric(_milli_up(average_or_none * scale), stamp, window)
         return samples, stamp
+
+    def _pod_names(self) -> list[str]:
+        """The pods' names, in order (rebuilt after pods are created or deleted)."""
+        cached = self._names_cache
+        if cached[0] != self.version:
+            cached = self._names_cache = (self.version, [pod.name for pod in self.pods])
+        return cached[1]
 
     def offered_average_milli(self, t_seconds: float) -> tuple[int, datetime]:
         """Offered load averaged over the newest scrape's window, in milli-requests/s."""
