@@ -159,3 +159,4 @@ async def scenario(settings: ValueSettings | None = None) -> AsyncIterator[Setup
             registry=registry,
         )
         await providers.custom.wait_for_renewals()
+        await providers.external.wait_for_renewals()
