@@ -64,7 +64,7 @@ from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
 from hpa.core.frozen import fast_init
-from hpa.core.memo import IdentityMemo, timedelta_of
+from hpa.core.memo import timedelta_of
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -527,10 +527,34 @@ def _plain_pods(pods: Sequence[PodInfo]) -> _PlainPods:
     return _PlainPods(running, names, frozenset(names), cpu_ready, tzinfo, latest)
 
 
-_plain_pods_memo = IdentityMemo(_plain_pods, max_entries=64)
-""":func:`_plain_pods` per pod tuple: a controller hands the core the same tuple while the pod
-lister's listing is unchanged. Small, so that a controller cycling through more HPAs than this
-(where it never hits) keeps only a few tuples alive."""
+_PLAIN_PODS_ENTRIES = 64
+_plain_pods_seen: dict[int, tuple[tuple[PodInfo, ...], _PlainPods | None]] = {}
+"""Pod tuples seen lately, by identity, with their summary once seen twice (see
+:func:`_plain_pods_of`)."""
+
+
+def _plain_pods_of(pods: Sequence[PodInfo]) -> _PlainPods | None:
+    """The summary of a pod tuple seen before, else ``None`` (the caller walks the pods).
+
+    A controller hands the core the same tuple while the pod lister's listing is unchanged. The
+    summary is built the second time a tuple is seen, so that a controller cycling through more
+    HPAs than the 64 remembered (where a tuple is never seen again in time) pays a dictionary
+    entry, not a summary, per decision. Entries keep their tuple alive, so an identity cannot be
+    reused while cached, and a hit is confirmed with ``is``; the memo is emptied when full."""
+    if type(pods) is not tuple:
+        return None  # a list could change under the same identity
+    key = id(pods)
+    seen = _plain_pods_seen.get(key)
+    if seen is not None and seen[0] is pods:
+        plain = seen[1]
+        if plain is None:
+            plain = _plain_pods(pods)
+            _plain_pods_seen[key] = (pods, plain)
+        return plain
+    if len(_plain_pods_seen) >= _PLAIN_PODS_ENTRIES:
+        _plain_pods_seen.clear()
+    _plain_pods_seen[key] = (pods, None)
+    return None
 
 
 def _plain_requests(
@@ -587,12 +611,22 @@ def _group_pods_if_all_ready(
     ``request_resource``, also without init containers or pod-level requests (gate on) and with
     every container named and requesting it, so that the pod's request is the sum over its
     containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this checks
-    only that (the pods' side once per pod tuple, :func:`_plain_pods`); when it fails the caller
-    takes the pod-by-pod port.
+    only that: the pods' side from a summary of a pod tuple seen before (:func:`_plain_pods_of`),
+    else in one walk over the pods; when it fails the caller takes the pod-by-pod port.
     """
     if is_cpu and initialized_before is None:
         return None
-    plain = _plain_pods_memo(pods) if type(pods) is tuple else _plain_pods(pods)
+    plain = _plain_pods_of(pods)
+    if plain is None:
+        return _group_pods_if_all_ready_walk(
+            pods,
+            metrics,
+            is_cpu=is_cpu,
+            initialized_before=initialized_before,
+            now_tzinfo=now_tzinfo,
+            request_resource=request_resource,
+            pod_level_resources_enabled=pod_level_resources_enabled,
+        )
     if not plain.running:
         return None
     names = plain.names
@@ -625,6 +659,94 @@ def _group_pods_if_all_ready(
         requests,
         metrics_total,
         requests_total if requests is not None else None,
+        unique_names=True,
+    )
+
+
+def _group_pods_if_all_ready_walk(
+    pods: Sequence[PodInfo],
+    metrics: Mapping[str, PodMetric],
+    *,
+    is_cpu: bool,
+    initialized_before: datetime | None,
+    now_tzinfo: object,
+    request_resource: str | None,
+    pod_level_resources_enabled: bool,
+) -> _Grouping | None:
+    """:func:`_group_pods_if_all_ready` in one walk over the pods (a pod tuple seen once).
+
+    Plainly ready: running, not deleted, with a sample and, for CPU, Ready=True and started at or
+    before ``initialized_before`` with ``now``'s tzinfo object (see :func:`_group_pods`); with a
+    ``request_resource``, also without init containers or pod-level requests (gate on) and with
+    every container named and requesting it, so that the pod's request is the sum over its
+    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this loop does
+    only those checks and stops at the first pod that is not plainly ready; the caller then takes
+    the pod-by-pod port.
+    """
+    if is_cpu and initialized_before is None:
+        return None
+    threshold = initialized_before if initialized_before is not None else GO_ZERO_TIME
+    requested = request_resource or ""
+    running = PodPhase.RUNNING
+    condition_true = ConditionStatus.TRUE
+    metric_of = metrics.get
+    with_requests = request_resource is not None
+    requests: dict[str, int] = {}
+    names: set[str] = set()
+    add_name = names.add
+    metrics_total = 0
+    requests_total = 0
+    request = 0
+    last_containers: tuple[ContainerInfo, ...] | None = None
+    try:
+        for pod in pods:
+            if pod.phase != running or pod.deletion_timestamp is not None:
+                return None
+            name = pod.name
+            metric = metric_of(name)
+            if metric is None:
+                return None
+            if is_cpu:
+                condition = pod.ready_condition
+                start_time = pod.start_time
+                if (
+                    condition is None
+                    or condition.status != condition_true
+                    or start_time is None
+                    or start_time.tzinfo is not now_tzinfo
+                    or start_time > threshold
+                ):
+                    return None
+            metrics_total += metric.value_milli
+            if with_requests:
+                if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
+                    return None
+                containers = pod.containers
+                if containers is not last_containers:
+                    # pods converted from one template share their containers tuple: sum it once
+                    request = 0
+                    for container in containers:
+                        if not container.name:
+                            return None
+                        # a missing request is None, and adding it raises TypeError (handled below)
+                        request += container.requests_milli.get(requested)  # type: ignore[operator]
+                    last_containers = containers
+                requests[name] = request
+                requests_total += request
+            else:
+                add_name(name)
+    except TypeError:
+        return None
+    groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
+    # the sums stand for the samples' sums only when each name is counted once
+    unique_names = len(requests if with_requests else names) == len(pods)
+    if not unique_names:
+        return _Grouping(groups, requests if with_requests else None)
+    return _Grouping(
+        groups,
+        requests if with_requests else None,
+        metrics_total,
+        requests_total if with_requests else None,
         unique_names=True,
     )
 
