@@ -557,6 +557,18 @@ def _plain_pods_of(pods: Sequence[PodInfo]) -> _PlainPods | None:
     return None
 
 
+def _containers_request(containers: Sequence[ContainerInfo], requested: str) -> int | None:
+    """The sum of ``requested`` over ``containers`` when every one is named and requests it (the
+    pod's request then, without init containers or pod-level requests), else ``None``."""
+    total = 0
+    for container in containers:
+        value = container.requests_milli.get(requested)
+        if value is None or not container.name:
+            return None
+        total += value
+    return total
+
+
 def _plain_requests(
     plain: _PlainPods, pods: Sequence[PodInfo], requested: str, pod_level_resources_enabled: bool
 ) -> tuple[Mapping[str, int], int] | None:
@@ -567,29 +579,23 @@ def _plain_requests(
         return plain.requests[key]
     requests: dict[str, int] = {}
     total = 0
-    request = 0
+    request: int | None = 0
     last_containers: tuple[ContainerInfo, ...] | None = None
     result: tuple[Mapping[str, int], int] | None = None
-    try:
-        for pod in pods:
-            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-                break
-            containers = pod.containers
-            if containers is not last_containers:
-                # pods converted from one template share their containers tuple: sum it once
-                request = 0
-                for container in containers:
-                    if not container.name:
-                        raise TypeError
-                    # a missing request is None, and adding it raises TypeError (handled below)
-                    request += container.requests_milli.get(requested)  # type: ignore[operator]
-                last_containers = containers
-            requests[pod.name] = request
-            total += request
-        else:
-            result = (requests, total)
-    except TypeError:
-        result = None
+    for pod in pods:
+        if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
+            break
+        containers = pod.containers
+        if containers is not last_containers:
+            # pods converted from one template share their containers tuple: sum it once
+            request = _containers_request(containers, requested)
+            last_containers = containers
+        if request is None:
+            break
+        requests[pod.name] = request
+        total += request
+    else:
+        result = (requests, total)
     plain.requests[key] = result
     return result
 
@@ -698,45 +704,40 @@ def _group_pods_if_all_ready_walk(
     requests_total = 0
     request = 0
     last_containers: tuple[ContainerInfo, ...] | None = None
-    try:
-        for pod in pods:
-            if pod.phase != running or pod.deletion_timestamp is not None:
+    for pod in pods:
+        if pod.phase != running or pod.deletion_timestamp is not None:
+            return None
+        name = pod.name
+        metric = metric_of(name)
+        if metric is None:
+            return None
+        if is_cpu:
+            condition = pod.ready_condition
+            start_time = pod.start_time
+            if (
+                condition is None
+                or condition.status != condition_true
+                or start_time is None
+                or start_time.tzinfo is not now_tzinfo
+                or start_time > threshold
+            ):
                 return None
-            name = pod.name
-            metric = metric_of(name)
-            if metric is None:
+        metrics_total += metric.value_milli
+        if with_requests:
+            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
                 return None
-            if is_cpu:
-                condition = pod.ready_condition
-                start_time = pod.start_time
-                if (
-                    condition is None
-                    or condition.status != condition_true
-                    or start_time is None
-                    or start_time.tzinfo is not now_tzinfo
-                    or start_time > threshold
-                ):
+            containers = pod.containers
+            if containers is not last_containers:
+                # pods converted from one template share their containers tuple: sum it once
+                summed = _containers_request(containers, requested)
+                if summed is None:
                     return None
-            metrics_total += metric.value_milli
-            if with_requests:
-                if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-                    return None
-                containers = pod.containers
-                if containers is not last_containers:
-                    # pods converted from one template share their containers tuple: sum it once
-                    request = 0
-                    for container in containers:
-                        if not container.name:
-                            return None
-                        # a missing request is None, and adding it raises TypeError (handled below)
-                        request += container.requests_milli.get(requested)  # type: ignore[operator]
-                    last_containers = containers
-                requests[name] = request
-                requests_total += request
-            else:
-                add_name(name)
-    except TypeError:
-        return None
+                request = summed
+                last_containers = containers
+            requests[name] = request
+            requests_total += request
+        else:
+            add_name(name)
     groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
     # the sums stand for the samples' sums only when each name is counted once
     unique_names = len(requests if with_requests else names) == len(pods)
