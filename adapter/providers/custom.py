@@ -379,7 +379,11 @@ class CustomMetricsProvider:
                     metric_selector=requirements,
                 )
         except (BadQueryError, RuleEvaluationError) as exc:
-            raise rule_errors_to_provider_errors(exc) from exc
+            if isinstance(exc, RuleEvaluationError):
+                self._count_missing(MissingCause.UNRENDERABLE)
+            raise rule_errors_to_provider_errors(
+                exc, resource=info.group_resource, metric=info.metric
+            ) from exc
         policy = self.settings.policy(info.metric)
         window = policy.window_seconds
         if window is None:

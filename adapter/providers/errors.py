@@ -40,6 +40,7 @@ class MissingCause(StrEnum):
     STALE = "stale"  # the newest underlying sample is older than the staleness bound
     NOT_FINITE = "not_finite"  # NaN or +-Inf
     NO_OBJECTS = "no_objects"  # the label selector matched no object
+    UNRENDERABLE = "unrenderable"  # the rule's templates cannot render this request
 
 
 class MetricNotFoundError(ProviderError):

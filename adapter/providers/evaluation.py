@@ -27,7 +27,13 @@ import structlog
 
 from adapter.prometheus.errors import PrometheusError, PrometheusTimeoutError
 from adapter.prometheus.results import InstantResult, Sample
-from adapter.providers.errors import InvalidRequestError, MetricFetchError, MetricFetchTimeoutError
+from adapter.providers.errors import (
+    InvalidRequestError,
+    MetricFetchError,
+    MetricFetchTimeoutError,
+    MetricNotFoundError,
+    MissingCause,
+)
 from adapter.providers.ports import PrometheusQuerier
 from adapter.rules import BadQueryError, GroupResource, Requirement, parse_selector
 from adapter.rules.config import QUERY_TEMPLATE_ARGS
@@ -111,11 +117,20 @@ def external_probe_query(
     )
 
 
-def rule_errors_to_provider_errors(exc: Exception) -> Exception:
+def rule_errors_to_provider_errors(
+    exc: Exception, *, resource: GroupResource, metric: str
+) -> Exception:
+    """A bad selector is the caller's 400. A rule that cannot render the request is 404, as
+    prometheus-adapter's ``QueryForMetric`` answers "not found" when ``QueryForSeries`` fails."""
     if isinstance(exc, BadQueryError):
         return InvalidRequestError(str(exc))
     if isinstance(exc, RuleEvaluationError):
-        return MetricFetchError(detail=f"the rule cannot render this request: {exc}")
+        return MetricNotFoundError(
+            resource,
+            metric,
+            cause=MissingCause.UNRENDERABLE,
+            detail=f"the rule cannot render this request: {exc}",
+        )
     return exc
 
 

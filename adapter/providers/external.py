@@ -143,7 +143,9 @@ class ExternalMetricsProvider:
                     entry, namespace=namespace, metric_selector=requirements
                 )
         except (BadQueryError, RuleEvaluationError) as exc:
-            raise rule_errors_to_provider_errors(exc) from exc
+            if isinstance(exc, RuleEvaluationError):
+                self._missing(metric, MissingCause.UNRENDERABLE, detail=str(exc))
+            raise rule_errors_to_provider_errors(exc, resource=NAMESPACES, metric=metric) from exc
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
         result, fresh = await self._run(query, probe, timeout_seconds=timeout_seconds)
@@ -261,7 +263,7 @@ class ExternalMetricsProvider:
 
         task.add_done_callback(done)
 
-    def _missing(self, metric: str, cause: MissingCause) -> NoReturn:
+    def _missing(self, metric: str, cause: MissingCause, *, detail: str = "") -> NoReturn:
         if self._metrics is not None:
             self._metrics.missing.labels("external", cause.value).inc()
-        raise MetricNotFoundError(NAMESPACES, metric, cause=cause)
+        raise MetricNotFoundError(NAMESPACES, metric, cause=cause, detail=detail)

@@ -133,7 +133,9 @@ class HistoryProvider:
                 )
             label = entry.namer.label_for_resource(normalized.group_resource)
         except (BadQueryError, RuleEvaluationError) as exc:
-            raise rule_errors_to_provider_errors(exc) from exc
+            raise rule_errors_to_provider_errors(
+                exc, resource=info.group_resource, metric=info.metric
+            ) from exc
         found = await self.query_range(
             query,
             start=start,
@@ -161,7 +163,7 @@ class HistoryProvider:
                 metric, namespace=namespace, metric_selector=requirements
             )
         except (BadQueryError, RuleEvaluationError) as exc:
-            raise rule_errors_to_provider_errors(exc) from exc
+            raise rule_errors_to_provider_errors(exc, resource=NAMESPACES, metric=metric) from exc
         if query is None:
             raise MetricNotFoundError(NAMESPACES, metric, cause=MissingCause.UNKNOWN_METRIC)
         return await self.query_range(

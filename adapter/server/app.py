@@ -12,14 +12,19 @@ found``), and k8s.io/apiserver's handler chain (``WithAuthentication`` → 401,
 ``WithAuthorization`` → 403, always-allowed health paths, ``system:masters`` allowed without a
 review (``AlwaysAllowGroups``), ``/metrics`` authorized as a non-resource ``get``).
 
+Every request is parsed once (``requestinfo.parse_request`` over the raw path); authentication,
+authorization, routing (``routing.route``) and the handlers read that parse. ``/debug/explain``
+also authorizes the attributes of the path it explains.
+
 Deliberate deviations: only JSON is served (no protobuf; clients that offer both take JSON); the
-resource metrics API lists pods and nodes from the watch cache instead of the API server.
+resource metrics API lists pods and nodes from the watch cache instead of the API server; the
+deviations of ``requestinfo`` and ``routing`` (encoded slashes, the root-form namespace path).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +36,28 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from adapter.providers import ProviderError, custom_metric_request
 from adapter.server import discovery, openapi, status, wire
 from adapter.server.authn import Authenticator, Credentials, UserInfo
-from adapter.server.authz import AuthorizationError, Authorizer, Decision
+from adapter.server.authz import AuthorizationError, Authorizer
 from adapter.server.ports import Clock, MetricsSource, ObjectLister, ResourceMetrics
-from adapter.server.requestinfo import RequestAttributes, forbidden_message, request_attributes
+from adapter.server.requestinfo import (
+    RequestAttributes,
+    RequestInfo,
+    RequestPathError,
+    forbidden_message,
+    parse_request,
+)
+from adapter.server.routing import (
+    CustomMetricTarget,
+    ExternalMetricTarget,
+    GroupTarget,
+    MetricRequest,
+    NodeMetricsTarget,
+    OpenApiGroupVersionTarget,
+    Page,
+    PodMetricsTarget,
+    ResourceListTarget,
+    parse_metric_request,
+    route,
+)
 from adapter.server.settings import DEFAULT_ALWAYS_ALLOW_GROUPS, DEFAULT_ALWAYS_ALLOW_PATHS
 from adapter.server.status import StatusError
 from adapter.server.telemetry import ServerMetrics
@@ -41,8 +65,9 @@ from adapter.server.telemetry import ServerMetrics
 log = structlog.get_logger(__name__)
 
 USER = web.RequestKey("user", UserInfo)
+INFO = web.RequestKey("info", RequestInfo)
 
-Explain = Callable[[str, Mapping[str, str]], Awaitable[dict[str, Any]]]
+Explain = Callable[[MetricRequest], Awaitable[dict[str, Any]]]
 
 
 @dataclass(kw_only=True)
@@ -68,28 +93,26 @@ def _json(body: Any, *, status_code: int = 200) -> web.Response:
     return web.Response(body=data, status=status_code, content_type="application/json")
 
 
-def api_label(path: str) -> str:
-    parts = path.strip("/").split("/")
-    if path in ("/healthz", "/readyz", "/livez") or parts[0] in ("healthz", "readyz", "livez"):
-        return "health"
-    if parts[0] == "metrics" and len(parts) == 1:
-        return "metrics"
-    if parts[0] == "openapi":
-        return "openapi"
-    if parts[0] == "debug":
-        return "debug"
-    if parts[0] != "apis":
+def api_label(info: RequestInfo | None) -> str:
+    """The closed ``api`` label of the request metrics, from the request's parse."""
+    if info is None:
         return "other"
-    if len(parts) <= 3:
+    head = info.segments[0]
+    if head in ("healthz", "readyz", "livez"):
+        return "health"
+    if head == "metrics" and len(info.segments) == 1:
+        return "metrics"
+    if head in ("openapi", "debug"):
+        return head
+    if head != "apis":
+        return "other"
+    if not info.attributes.is_resource_request:
         return "discovery"
-    group = parts[1]
-    if group == wire.CUSTOM_GROUP:
-        return "custom"
-    if group == wire.EXTERNAL_GROUP:
-        return "external"
-    if group == wire.RESOURCE_GROUP:
-        return "resource"
-    return "other"
+    return {
+        wire.CUSTOM_GROUP: "custom",
+        wire.EXTERNAL_GROUP: "external",
+        wire.RESOURCE_GROUP: "resource",
+    }.get(info.attributes.api_group, "other")
 
 
 def _peer_certificate(request: web.Request) -> bytes | None:
@@ -103,26 +126,43 @@ def _peer_certificate(request: web.Request) -> bytes | None:
     return der if der else None
 
 
-async def _authorize(
-    authorizer: Authorizer, user: UserInfo, *, attributes: RequestAttributes
-) -> Decision:
+async def require_authorized(server: Server, user: UserInfo, attributes: RequestAttributes) -> None:
+    """``WithAuthorization``: members of an always-allowed group pass; everyone else needs a
+    review that allows ``attributes``. Raises the 403 (or 500) ``StatusError``."""
+    if any(group in server.always_allow_groups for group in user.groups):
+        return
     try:
-        return await authorizer.authorize(user, attributes)
+        decision = await server.authorizer.authorize(user, attributes)
     except AuthorizationError as error:
         raise status.internal_error(f"authorization failed: {error}") from error
+    if not decision.allowed:
+        raise status.forbidden(
+            forbidden_message(user.name, attributes),
+            resource=attributes.resource,
+            group=attributes.api_group,
+            name=attributes.name,
+            reason=decision.reason,
+        )
 
 
 def build_app(server: Server) -> web.Application:
-    """The application; serve it with ``web.AppRunner`` on a TLS site."""
+    """The application; serve it with ``web.AppRunner`` on a TLS site.
+
+    Every request is parsed once (``parse_request`` over the raw path) before anything else;
+    authentication, authorization, routing and the handlers read that parse."""
 
     @web.middleware
     async def observe(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         started = time.perf_counter()
-        api = api_label(request.path)
+        info: RequestInfo | None = None
         try:
+            info = parse_request(request.method, request.rel_url.raw_path, query=request.query)
+            request[INFO] = info
             response = await handler(request)
+        except RequestPathError as error:
+            response = status.status_response(status.bad_request(str(error)))
         except StatusError as error:
             response = status.status_response(error)
         except web.HTTPException as error:
@@ -134,6 +174,7 @@ def build_app(server: Server) -> web.Application:
             log.exception("request_failed", path=request.path, error=repr(error))
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
+        api = api_label(info)
         server.server_metrics.observe(api, response.status, seconds=seconds)
         user = request.get(USER)
         log.debug(
@@ -151,68 +192,66 @@ def build_app(server: Server) -> web.Application:
     async def guard(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if request.path in server.always_allow_paths:
+        attributes = request[INFO].attributes
+        if attributes.path in server.always_allow_paths:
             return await handler(request)
         credentials = Credentials(request.headers, _peer_certificate(request))
         user = await server.authenticator.authenticate(credentials)
         if user is None:
             raise status.unauthorized()
         request[USER] = user
-        attributes = request_attributes(request.method, request.path, query=request.query)
-        if any(group in server.always_allow_groups for group in user.groups):
-            decision = Decision(True)
-        else:
-            decision = await _authorize(server.authorizer, user, attributes=attributes)
-        if not decision.allowed:
-            raise status.forbidden(
-                forbidden_message(user.name, attributes),
-                resource=attributes.resource,
-                group=attributes.api_group,
-                name=attributes.name,
-                reason=decision.reason,
-            )
+        await require_authorized(server, user, attributes)
         if request.method not in ("GET", "HEAD"):
             raise status.method_not_allowed(request.method)
         return await handler(request)
 
     app = web.Application(middlewares=[observe, guard])
-    routes = Routes(server)
-    r = app.router
-    for path in ("/healthz", "/livez"):
-        r.add_get(path, routes.live, allow_head=True)
-    r.add_get("/readyz", routes.ready, allow_head=True)
-    r.add_get("/metrics", routes.prometheus_metrics)
-    r.add_get("/openapi/v2", routes.openapi_v2)
-    r.add_get("/openapi/v3", routes.openapi_v3)
-    r.add_get("/openapi/v3/apis/{group}/{version}", routes.openapi_v3_group_version)
-    r.add_get("/debug/explain", routes.explain)
-    r.add_get("/apis", routes.group_list)
-    r.add_get("/apis/", routes.group_list)
-    custom = "/apis/custom.metrics.k8s.io/{version}"
-    r.add_get(custom + "/namespaces/{namespace}/metrics/{metric}", routes.custom_namespace)
-    r.add_get(
-        custom + "/namespaces/{namespace}/{resource}/{name}/{metric}", routes.custom_namespaced
-    )
-    r.add_get(custom + "/{resource}/{name}/{metric}", routes.custom_root)
-    external = "/apis/external.metrics.k8s.io/{version}"
-    r.add_get(external + "/namespaces/{namespace}/{metric}", routes.external)
-    resource = "/apis/metrics.k8s.io/{version}"
-    r.add_get(resource + "/pods", routes.pod_metrics_list)
-    r.add_get(resource + "/namespaces/{namespace}/pods", routes.pod_metrics_list)
-    r.add_get(resource + "/namespaces/{namespace}/pods/{name}", routes.pod_metrics_get)
-    r.add_get(resource + "/nodes", routes.node_metrics_list)
-    r.add_get(resource + "/nodes/{name}", routes.node_metrics_get)
-    r.add_get("/apis/{group}", routes.group)
-    r.add_get("/apis/{group}/", routes.group)
-    r.add_get("/apis/{group}/{version}", routes.resource_list)
-    r.add_get("/apis/{group}/{version}/", routes.resource_list)
-    r.add_route("*", "/{tail:.*}", routes.unknown)
+    app.router.add_route("*", "/{tail:.*}", Routes(server).dispatch)
     return app
 
 
 class Routes:
+    """Handlers, chosen by ``routing.route`` from the request's parse."""
+
     def __init__(self, server: Server) -> None:
         self.server = server
+
+    async def dispatch(self, request: web.Request) -> web.Response:
+        target = route(request[INFO])
+        match target:
+            case Page.HEALTHZ | Page.LIVEZ:
+                return await self.live(request)
+            case Page.READYZ:
+                return await self.ready(request)
+            case Page.METRICS:
+                return await self.prometheus_metrics(request)
+            case Page.OPENAPI_V2:
+                return await self.openapi_v2(request)
+            case Page.OPENAPI_V3:
+                return await self.openapi_v3(request)
+            case Page.EXPLAIN:
+                return await self.explain(request)
+            case Page.GROUP_LIST:
+                return await self.group_list(request)
+            case GroupTarget():
+                return await self.group(target)
+            case ResourceListTarget():
+                return await self.resource_list(target)
+            case OpenApiGroupVersionTarget():
+                return await self.openapi_v3_group_version(target)
+            case CustomMetricTarget():
+                return await self.custom(request, target)
+            case ExternalMetricTarget():
+                return await self.external(request, target)
+            case PodMetricsTarget(name=""):
+                return await self.pod_metrics_list(request, target)
+            case PodMetricsTarget():
+                return await self.pod_metrics_get(target)
+            case NodeMetricsTarget(name=""):
+                return await self.node_metrics_list(request, target)
+            case NodeMetricsTarget():
+                return await self.node_metrics_get(target)
+        raise status.not_found_path()
 
     # ---------------------------------------------------------------- health and metrics
 
@@ -235,9 +274,6 @@ class Routes:
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
-    async def unknown(self, request: web.Request) -> web.Response:
-        raise status.not_found_path()
-
     # ---------------------------------------------------------------- discovery and OpenAPI
 
     def _groups(self) -> tuple[discovery.GroupInfo, ...]:
@@ -254,17 +290,16 @@ class Routes:
     async def group_list(self, request: web.Request) -> web.Response:
         return _json(discovery.api_group_list(self._groups()))
 
-    async def group(self, request: web.Request) -> web.Response:
-        return _json(discovery.api_group(self._group(request.match_info["group"])))
+    async def group(self, target: GroupTarget) -> web.Response:
+        return _json(discovery.api_group(self._group(target.group)))
 
-    async def resource_list(self, request: web.Request) -> web.Response:
-        group = self._group(request.match_info["group"])
-        version = request.match_info["version"]
-        if version not in group.versions:
+    async def resource_list(self, target: ResourceListTarget) -> web.Response:
+        group = self._group(target.group)
+        if target.version not in group.versions:
             raise status.not_found_path()
         if group.name == wire.RESOURCE_GROUP:
             return _json(discovery.RESOURCE_METRICS_RESOURCES)
-        body = self.server.metrics.current.discovery(f"{group.name}/{version}")
+        body = self.server.metrics.current.discovery(f"{group.name}/{target.version}")
         if body is None:
             raise status.not_found_path()
         return _json(body)
@@ -275,55 +310,24 @@ class Routes:
     async def openapi_v3(self, request: web.Request) -> web.Response:
         return _json(openapi.openapi_v3_root(self._groups(), version=self.server.version))
 
-    async def openapi_v3_group_version(self, request: web.Request) -> web.Response:
-        group = self._group(request.match_info["group"])
-        version = request.match_info["version"]
-        if version not in group.versions:
+    async def openapi_v3_group_version(self, target: OpenApiGroupVersionTarget) -> web.Response:
+        group = self._group(target.group)
+        if target.version not in group.versions:
             raise status.not_found_path()
-        return _json(openapi.openapi_v3_group_version(group, version, version=self.server.version))
+        return _json(
+            openapi.openapi_v3_group_version(group, target.version, version=self.server.version)
+        )
 
     # ---------------------------------------------------------------- custom metrics
 
-    async def custom_namespace(self, request: web.Request) -> web.Response:
-        info = request.match_info
-        return await self._custom(
-            request, namespace=info["namespace"], resource="metrics", name="", metric=info["metric"]
-        )
-
-    async def custom_namespaced(self, request: web.Request) -> web.Response:
-        info = request.match_info
-        return await self._custom(
-            request,
-            namespace=info["namespace"],
-            resource=info["resource"],
-            name=info["name"],
-            metric=info["metric"],
-        )
-
-    async def custom_root(self, request: web.Request) -> web.Response:
-        info = request.match_info
-        return await self._custom(
-            request,
-            namespace=None,
-            resource=info["resource"],
-            name=info["name"],
-            metric=info["metric"],
-        )
-
-    async def _custom(
-        self,
-        request: web.Request,
-        *,
-        namespace: str | None,
-        resource: str,
-        name: str,
-        metric: str,
-    ) -> web.Response:
-        version = request.match_info["version"]
-        if version not in discovery.CUSTOM.versions:
+    async def custom(self, request: web.Request, target: CustomMetricTarget) -> web.Response:
+        if target.version not in discovery.CUSTOM.versions:
             raise status.not_found_path()
         wanted = custom_metric_request(
-            namespace=namespace, resource=resource, name=name, metric=metric
+            namespace=target.namespace,
+            resource=target.resource,
+            name=target.name,
+            metric=target.metric,
         )
         provider = self.server.metrics.current.custom
         metric_selector = request.query.get("metricLabelSelector", "")
@@ -347,32 +351,32 @@ class Routes:
         except ProviderError as error:
             log.info(
                 "custom_metric_failed",
-                metric=metric,
-                resource=resource,
-                namespace=namespace,
-                name=name,
+                metric=target.metric,
+                resource=target.resource,
+                namespace=target.namespace,
+                name=target.name,
                 code=error.code,
                 detail=error.detail,
             )
             raise status.from_provider_error(error) from error
-        return _json(wire.custom_value_list(version, values))
+        return _json(wire.custom_value_list(target.version, values))
 
     # ---------------------------------------------------------------- external metrics
 
-    async def external(self, request: web.Request) -> web.Response:
-        if request.match_info["version"] not in discovery.EXTERNAL.versions:
+    async def external(self, request: web.Request, target: ExternalMetricTarget) -> web.Response:
+        if target.version not in discovery.EXTERNAL.versions:
             raise status.not_found_path()
-        metric = request.match_info["metric"]
-        namespace = request.match_info["namespace"]
         try:
             values = await self.server.metrics.current.external.get_external_metric(
-                metric, namespace=namespace, metric_selector=request.query.get("labelSelector", "")
+                target.metric,
+                namespace=target.namespace,
+                metric_selector=request.query.get("labelSelector", ""),
             )
         except ProviderError as error:
             log.info(
                 "external_metric_failed",
-                metric=metric,
-                namespace=namespace,
+                metric=target.metric,
+                namespace=target.namespace,
                 code=error.code,
                 detail=error.detail,
             )
@@ -381,9 +385,9 @@ class Routes:
 
     # ---------------------------------------------------------------- resource metrics
 
-    def _resource(self, request: web.Request) -> ResourceMetrics:
+    def _resource(self, version: str) -> ResourceMetrics:
         provider = self.server.metrics.current.resource
-        if provider is None or request.match_info["version"] not in discovery.RESOURCE.versions:
+        if provider is None or version not in discovery.RESOURCE.versions:
             raise status.not_found_path()
         return provider
 
@@ -393,10 +397,11 @@ class Routes:
         except ValueError as error:
             raise status.bad_request(f"unable to parse requirement: {error}") from error
 
-    async def pod_metrics_list(self, request: web.Request) -> web.Response:
-        provider = self._resource(request)
-        namespace = request.match_info.get("namespace")
-        pods = await self._list_pods(namespace, request.query.get("labelSelector", ""))
+    async def pod_metrics_list(
+        self, request: web.Request, target: PodMetricsTarget
+    ) -> web.Response:
+        provider = self._resource(target.version)
+        pods = await self._list_pods(target.namespace, request.query.get("labelSelector", ""))
         labels = {(p.namespace, p.name): p.labels for p in pods}
         try:
             usages = await provider.get_pod_metrics([(p.namespace, p.name) for p in pods])
@@ -409,9 +414,9 @@ class Routes:
         ]
         return _json(wire.resource_list("PodMetricsList", items))
 
-    async def pod_metrics_get(self, request: web.Request) -> web.Response:
-        provider = self._resource(request)
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
+    async def pod_metrics_get(self, target: PodMetricsTarget) -> web.Response:
+        provider = self._resource(target.version)
+        namespace, name = target.namespace or "", target.name
         pod = next((p for p in await self._list_pods(namespace, "") if p.name == name), None)
         if pod is None:
             raise status.not_found("pods", "", name=name)
@@ -431,8 +436,10 @@ class Routes:
         except ValueError as error:
             raise status.bad_request(f"unable to parse requirement: {error}") from error
 
-    async def node_metrics_list(self, request: web.Request) -> web.Response:
-        provider = self._resource(request)
+    async def node_metrics_list(
+        self, request: web.Request, target: NodeMetricsTarget
+    ) -> web.Response:
+        provider = self._resource(target.version)
         nodes = await self._list_nodes(request.query.get("labelSelector", ""))
         labels = {n.name: n.labels for n in nodes}
         try:
@@ -443,9 +450,9 @@ class Routes:
         items = [wire.node_metrics(u, labels=labels.get(u.name, {}), created=now) for u in usages]
         return _json(wire.resource_list("NodeMetricsList", items))
 
-    async def node_metrics_get(self, request: web.Request) -> web.Response:
-        provider = self._resource(request)
-        name = request.match_info["name"]
+    async def node_metrics_get(self, target: NodeMetricsTarget) -> web.Response:
+        provider = self._resource(target.version)
+        name = target.name
         node = next((n for n in await self._list_nodes("") if n.name == name), None)
         if node is None:
             raise status.not_found("nodes", "", name=name)
@@ -462,10 +469,17 @@ class Routes:
     # ---------------------------------------------------------------- explain
 
     async def explain(self, request: web.Request) -> web.Response:
+        """``/debug/explain?path=P``: the explanation reveals P's rule, PromQL and values, so the
+        user must also be authorized for P itself, with P's own attributes."""
         if self.server.explain is None:
             raise status.not_found_path()
         path = request.query.get("path", "")
         if not path:
             raise status.bad_request("the path query parameter is required")
         query = {k: v for k, v in request.query.items() if k != "path"}
-        return _json(await self.server.explain(path, query))
+        try:
+            metric = parse_metric_request(path, query=query)
+        except ValueError as error:
+            raise status.bad_request(f"path: {error}") from error
+        await require_authorized(self.server, request[USER], metric.info.attributes)
+        return _json(await self.server.explain(metric))

@@ -312,17 +312,49 @@ class TokenReviewAuthenticator:
 
 
 def _user_from_review(answer: Mapping[str, Any]) -> UserInfo | None:
-    status = answer.get("status") or {}
-    if not status.get("authenticated"):
+    """The user of a TokenReview answer, decoded as strictly as Go's ``json.Unmarshal`` into
+    ``TokenReviewStatus``: ``authenticated`` must be the boolean ``true`` and the user's fields
+    strings (``groups`` a list of them, ``extra`` a map of lists). Anything else authenticates
+    no one (fail closed)."""
+    status = answer.get("status")
+    if not isinstance(status, Mapping) or status.get("authenticated") is not True:
+        if isinstance(status, Mapping) and status.get("authenticated") not in (None, False):
+            log.warning("token_review_malformed", field="status.authenticated")
         return None
-    user = status.get("user") or {}
-    extra = {str(k): tuple(str(x) for x in v) for k, v in (user.get("extra") or {}).items()}
-    return UserInfo(
-        str(user.get("username", "")),
-        uid=str(user.get("uid", "")),
-        groups=tuple(str(g) for g in user.get("groups") or ()),
-        extra=extra,
-    )
+    user = status.get("user")
+    if user is None:
+        user = {}
+    try:
+        if not isinstance(user, Mapping):
+            raise TypeError("status.user is not an object")
+        extra = user.get("extra") or {}
+        if not isinstance(extra, Mapping):
+            raise TypeError("status.user.extra is not an object")
+        return UserInfo(
+            _string(user.get("username"), "username"),
+            uid=_string(user.get("uid"), "uid"),
+            groups=_strings(user.get("groups"), "groups"),
+            extra={_string(k, "extra"): _strings(v, f"extra.{k}") for k, v in extra.items()},
+        )
+    except TypeError as error:
+        log.warning("token_review_malformed", error=str(error))
+        return None
+
+
+def _string(value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"status.user.{field} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _strings(value: Any, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise TypeError(f"status.user.{field} is a {type(value).__name__}, not a list")
+    return tuple(_string(item, field) for item in value)
 
 
 class UnionAuthenticator:

@@ -7,6 +7,9 @@ subresource, name} | nonResourceAttributes{path, verb}}``; allowed and denied an
 servers) and ``server/options/authorization.go`` (``--authorization-always-allow-paths``, default
 ``/healthz``, ``/readyz``, ``/livez``).
 
+The answer is decoded strictly: a ``status.allowed`` that is not a JSON boolean (``"false"``, ``1``)
+is a failed review, as Go's decoder would fail it, never an allow.
+
 Deliberate deviations: a SAR that fails (API server unreachable, error status, malformed answer) is
 an ``AuthorizationError`` that the server answers with 500 and never caches; upstream retries
 with backoff first. The cache TTL is capped at 10 s.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -28,6 +31,8 @@ log = structlog.get_logger(__name__)
 
 SUBJECT_ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 MAX_CACHE_TTL_SECONDS = 10.0
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -108,10 +113,28 @@ class SubjectAccessReviewAuthorizer:
 
 
 def _decision(answer: Mapping[str, Any]) -> Decision:
+    """The answer's ``status``, decoded as strictly as Go's ``json.Unmarshal`` into
+    ``SubjectAccessReviewStatus``: ``allowed``/``denied`` are booleans (or absent/null, false),
+    ``reason``/``evaluationError`` strings. Anything else is a failed review (fail closed)."""
     status = answer.get("status")
     if not isinstance(status, Mapping):
         raise AuthorizationError("SubjectAccessReview answer has no status")
-    if status.get("evaluationError") and not status.get("allowed"):
-        log.info("subject_access_review_evaluation_error", error=status.get("evaluationError"))
-    allowed = bool(status.get("allowed")) and not bool(status.get("denied"))
-    return Decision(allowed, str(status.get("reason", "")))
+    allowed = _field(status, "allowed", bool, False)
+    denied = _field(status, "denied", bool, False)
+    reason = _field(status, "reason", str, "")
+    evaluation_error = _field(status, "evaluationError", str, "")
+    if evaluation_error and not allowed:
+        log.info("subject_access_review_evaluation_error", error=evaluation_error)
+    return Decision(allowed and not denied, reason)
+
+
+def _field(status: Mapping[str, Any], key: str, kind: type[_T], default: _T) -> _T:
+    value = status.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise AuthorizationError(
+            f"SubjectAccessReview answer: status.{key} is a {type(value).__name__}, "
+            f"not a {kind.__name__}"
+        )
+    return value

@@ -23,7 +23,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,7 +33,6 @@ import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.explain import explain
 from adapter.prometheus import BasicAuth, PrometheusClient, PrometheusConnection, TLSConfig
 from adapter.providers import MetricProviders, ValueSettings, build_providers
 from adapter.providers.clock import SystemClock
@@ -41,8 +40,10 @@ from adapter.rules import RuleConfig, load_rules
 from adapter.server.app import Server, build_app
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
+from adapter.server.explain import explain
 from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
 from adapter.server.reload import ReloadingMetrics
+from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, settings_from_args
 from adapter.server.telemetry import ServerMetrics
 from adapter.server.tls import ServingCertificates, write_self_signed
@@ -244,8 +245,8 @@ async def _serve(
     )
     authenticator.on_change(lambda config: tls.set_client_ca(config.ca_bundle_pem()))
 
-    async def explain_request(path: str, query: Mapping[str, str]) -> dict[str, Any]:
-        return await explain(metrics.current, path, querier=prom, query=query, pod_lister=lister)
+    async def explain_request(request: MetricRequest) -> dict[str, Any]:
+        return await explain(metrics.current, request, querier=prom, pod_lister=lister)
 
     server = Server(
         metrics=metrics,
@@ -313,7 +314,7 @@ class _ListingPodLister:
         return [str(item["metadata"]["name"]) for item in found.get("items") or ()]
 
 
-async def run_explain(settings: Settings, path: str) -> dict[str, Any]:
+async def run_explain(settings: Settings, request: MetricRequest) -> dict[str, Any]:
     kube: KubeClient | None = None
     reason = ""
     try:
@@ -338,7 +339,7 @@ async def run_explain(settings: Settings, path: str) -> dict[str, Any]:
             )
             await providers.relister.relist()
             return await explain(
-                providers, path, querier=prom, pod_lister=_ListingPodLister(kube, reason)
+                providers, request, querier=prom, pod_lister=_ListingPodLister(kube, reason)
             )
     finally:
         if kube is not None:
@@ -435,6 +436,11 @@ def main_explain(args: argparse.Namespace) -> int:
         log.error("invalid_settings", error=str(error))
         return 2
     configure_logging(settings.log_level)
-    document = asyncio.run(run_explain(settings, args.path))
+    try:
+        request = parse_metric_request(args.path)
+    except ValueError as error:
+        log.error("invalid_path", path=args.path, error=str(error))
+        return 2
+    document = asyncio.run(run_explain(settings, request))
     sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if document.get("verdict") == "served" else 1

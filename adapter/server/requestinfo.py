@@ -1,24 +1,45 @@
-"""Authorization attributes of a request: verb, API group/version, namespace, resource, name.
+"""A request parsed once: the authorization attributes (verb, API group/version, namespace,
+resource, name) and the decoded path segments that routing reads.
 
 Upstream counterpart: k8s.io/apiserver ``endpoints/request/requestinfo.go``
 (``RequestInfoFactory.NewRequestInfo``): ``/apis/<group>/<version>/...`` with at least a resource
-is a resource request; ``namespaces/<ns>/...`` sets the namespace (and ``namespaces/<ns>`` alone
-is the namespace object); the parts after the resource are name and subresource; GET with a name
-is ``get``, without one ``list`` (``watch`` with ``?watch=true``). Everything else (discovery,
+is a resource request; ``namespaces/<ns>/...`` sets the namespace (and ``namespaces/<ns>`` alone,
+or followed by ``status``/``finalize``, is the namespace object); the parts after the resource are
+name and subresource (upstream's ``Parts`` are kept for routing); GET with a name is ``get``,
+without one ``list`` (``watch`` with ``?watch=true``). Everything else (discovery,
 ``/openapi/...``, ``/metrics``) is a non-resource request whose verb is the lower-cased method.
 
+The parse reads the raw (still percent-encoded) path, splits it on ``/`` and decodes each segment
+once. Authentication, authorization, routing and the handlers all read the one ``RequestInfo``,
+so no two of them can see different segments.
+
 Deliberate deviations: only GET/HEAD matter here (the metrics APIs are read-only); ``/api`` (the
-legacy core group) is never served, so it is not parsed.
+legacy core group) is never served, so it is not parsed. A segment whose decoding holds ``/``
+(``%2F``), a ``.``/``..`` segment that only appears after decoding, an invalid percent escape or
+bytes that are not UTF-8 are refused with 400 (Go's ``net/http`` would decode ``%2F`` into a
+separator; refusing it keeps one reading of the path).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
+from urllib.parse import unquote
+
+_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# Upstream's namespaceSubresources: after ``namespaces/<ns>`` these name the namespace object.
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
-@dataclass(frozen=True)
+class RequestPathError(ValueError):
+    """The path cannot be read one way only; the server answers 400."""
+
+
+@dataclass(frozen=True, slots=True)
 class RequestAttributes:
+    """What authorization sees (a SubjectAccessReview's resource or non-resource attributes)."""
+
     path: str
     verb: str
     _: KW_ONLY
@@ -31,35 +52,51 @@ class RequestAttributes:
     name: str = ""
 
 
-def request_attributes(method: str, path: str, *, query: Mapping[str, str]) -> RequestAttributes:
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """The one parse of a request: ``attributes`` for authorization; ``segments`` (the decoded
+    path, split) and ``parts`` (upstream's ``Parts``: resource, name, subresource, and anything
+    after them) for routing."""
+
+    attributes: RequestAttributes
+    segments: tuple[str, ...]
+    parts: tuple[str, ...] = ()
+
+
+def decode_path(raw_path: str) -> tuple[str, tuple[str, ...]]:
+    """The decoded path and its segments (leading and trailing ``/`` trimmed, as upstream)."""
+    segments = []
+    for raw in raw_path.strip("/").split("/"):
+        if _ESCAPE.search(raw):
+            raise RequestPathError(f"invalid URL escape in path segment {raw!r}")
+        try:
+            segment = unquote(raw, errors="strict")
+        except UnicodeDecodeError as error:
+            raise RequestPathError(f"path segment {raw!r} is not UTF-8") from error
+        if "/" in segment:
+            raise RequestPathError(f"path segment {raw!r} encodes a slash")
+        if segment in (".", "..") and segment != raw:
+            raise RequestPathError(f"path segment {raw!r} encodes a dot segment")
+        segments.append(segment)
+    path = "/" + "/".join(segments)
+    if raw_path.endswith("/") and path != "/":
+        path += "/"
+    return path, tuple(segments)
+
+
+def parse_request(method: str, raw_path: str, *, query: Mapping[str, str]) -> RequestInfo:
+    """``RequestInfoFactory.NewRequestInfo`` over the raw path; raises ``RequestPathError``."""
     verb = method.lower()
-    non_resource = RequestAttributes(path=path, verb=verb)
-    parts = path.strip("/").split("/")
-    if len(parts) < 3 or parts[0] != "apis":
+    path, segments = decode_path(raw_path)
+    non_resource = RequestInfo(RequestAttributes(path=path, verb=verb), segments)
+    if len(segments) < 4 or segments[0] != "apis":
         return non_resource
-    group, version, rest = parts[1], parts[2], parts[3:]
-    if not rest:
-        return non_resource
+    group, version, rest = segments[1], segments[2], segments[3:]
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
         namespace = rest[1]
-        if len(rest) > 2 and rest[2] not in ("status", "finalize"):
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
-    return _resource(
-        verb, path, query=query, group=group, version=version, namespace=namespace, rest=rest
-    )
-
-
-def _resource(
-    verb: str,
-    path: str,
-    *,
-    query: Mapping[str, str],
-    group: str,
-    version: str,
-    namespace: str,
-    rest: list[str],
-) -> RequestAttributes:
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
@@ -70,7 +107,7 @@ def _resource(
             verb = "list"
         else:
             verb = "get"
-    return RequestAttributes(
+    attributes = RequestAttributes(
         path=path,
         verb=verb,
         is_resource_request=True,
@@ -81,6 +118,12 @@ def _resource(
         subresource=subresource,
         name=name,
     )
+    return RequestInfo(attributes, segments, rest)
+
+
+def request_attributes(method: str, path: str, *, query: Mapping[str, str]) -> RequestAttributes:
+    """The authorization attributes of ``parse_request``."""
+    return parse_request(method, path, query=query).attributes
 
 
 def forbidden_message(user: str, attributes: RequestAttributes) -> str:

@@ -42,6 +42,9 @@ class FakeKubeAuth:
     configmap: dict[str, str] | None = None
     sar_rule: SarRule = lambda spec: (False, "")
     sar_failures: int = 0  # answer this many SARs with 500
+    # When set, the review's ``status`` is answered verbatim (to send malformed answers).
+    sar_status: JsonObject | None = None
+    token_status: JsonObject | None = None
     token_reviews: list[JsonObject] = field(default_factory=list)
     access_reviews: list[JsonObject] = field(default_factory=list)
     configmap_reads: int = 0
@@ -80,7 +83,7 @@ class FakeKubeAuth:
         status: JsonObject = {"authenticated": user is not None}
         if user is not None:
             status["user"] = user
-        answer = {**body, "status": status}
+        answer = {**body, "status": status if self.token_status is None else self.token_status}
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
     async def _access_review(self, request: web.Request) -> web.Response:
@@ -94,7 +97,8 @@ class FakeKubeAuth:
                 content_type="application/json",
             )
         allowed, reason = self.sar_rule(body["spec"])
-        answer = {**body, "status": {"allowed": allowed, "reason": reason}}
+        status = {"allowed": allowed, "reason": reason}
+        answer = {**body, "status": status if self.sar_status is None else self.sar_status}
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
     async def _collection(self, request: web.Request) -> web.StreamResponse:

@@ -26,8 +26,10 @@ from adapter.providers import (
     custom_metric_request,
 )
 from adapter.providers.custom import CustomMetricValue
+from adapter.providers.evaluation import rule_errors_to_provider_errors
 from adapter.providers.objects import ObjectReference
-from adapter.rules import CustomMetricInfo
+from adapter.rules import BadQueryError, CustomMetricInfo, GroupResource
+from adapter.rules.errors import RuleEvaluationError
 from tests.adapter.providers.scenario import EVAL_SECONDS, merged_parts, scenario
 from tests.fakes.prometheus import FakeSample
 
@@ -491,3 +493,22 @@ def test_custom_metric_values_are_built_as_the_dataclass_built_them() -> None:
     assert str(fast.value) == "1500m"
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.value_milli = 2  # type: ignore[misc]
+
+
+def test_a_rule_that_cannot_render_the_request_is_not_found_as_upstream() -> None:
+    """prometheus-adapter's ``QueryForMetric`` answers "not found" when ``QueryForSeries`` fails
+    (was: 500). A bad selector stays the caller's 400."""
+    resource = GroupResource("", "pods")
+    unrenderable = rule_errors_to_provider_errors(
+        RuleEvaluationError("no generic resource label form specified for this metric"),
+        resource=resource,
+        metric="m",
+    )
+    assert isinstance(unrenderable, MetricNotFoundError)
+    assert (unrenderable.code, unrenderable.reason) == (404, "NotFound")
+    assert unrenderable.message == "the server could not find the metric m for pods"
+    assert unrenderable.cause is MissingCause.UNRENDERABLE
+    assert "no generic resource label form" in unrenderable.detail
+    bad = rule_errors_to_provider_errors(BadQueryError("bad"), resource=resource, metric="m")
+    assert isinstance(bad, InvalidRequestError)
+    assert bad.code == 400

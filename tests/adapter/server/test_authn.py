@@ -148,3 +148,27 @@ async def test_system_masters_are_allowed_without_a_review(tmp_path: Path) -> No
         )
     assert code == 200
     assert s.kube.access_reviews == []
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"authenticated": "false", "user": {"username": "mallory"}},
+        {"authenticated": "true", "user": {"username": "mallory"}},
+        {"authenticated": 1, "user": {"username": "mallory"}},
+        {"authenticated": True, "user": {"username": 7}},
+        {"authenticated": True, "user": {"username": "mallory", "groups": "system:masters"}},
+        {"authenticated": True, "user": {"username": "mallory", "extra": {"k": "v"}}},
+        {"authenticated": True, "user": "mallory"},
+    ],
+)
+async def test_a_malformed_token_review_authenticates_no_one(
+    tmp_path: Path, status: dict[str, object]
+) -> None:
+    """Go's decoder refuses these TokenReviewStatus answers; so do we (401, fail closed)."""
+    async with running_server(tmp_path, sar_allowed={"mallory"}) as s:
+        s.kube.tokens["t"] = {"username": "mallory"}
+        s.kube.token_status = status
+        code, _ = await s.get(PATH, cert=None, headers={"Authorization": "Bearer t"})
+    assert code == 401
+    assert s.kube.access_reviews == []

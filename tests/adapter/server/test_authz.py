@@ -148,3 +148,38 @@ async def test_forbidden_status_names_user_verb_resource_and_namespace() -> None
         'lag.external.metrics.k8s.io is forbidden: User "bob" cannot list resource "lag" '
         'in API group "external.metrics.k8s.io" in the namespace "default"'
     )
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"allowed": "false"},
+        {"allowed": "true"},
+        {"allowed": 1},
+        {"allowed": [True]},
+        {"allowed": True, "denied": "false"},
+        {"allowed": True, "reason": 7},
+        {"allowed": True, "evaluationError": {"x": 1}},
+    ],
+)
+async def test_a_non_boolean_review_answer_is_a_failed_review_never_an_allow(
+    status: dict[str, object],
+) -> None:
+    """Go's decoder refuses a string where SubjectAccessReviewStatus has a bool: fail closed."""
+    async with authorizer() as (authz, kube, _):
+        kube.sar_status = status
+        with pytest.raises(AuthorizationError, match=r"status\.\w+ is a"):
+            await authz.authorize(ALICE_USER, PODS)
+        with pytest.raises(AuthorizationError):
+            await authz.authorize(ALICE_USER, PODS)
+    assert len(kube.access_reviews) == 2  # a failed review is not cached
+
+
+@pytest.mark.parametrize(
+    ("status", "allowed"),
+    [({}, False), ({"allowed": None}, False), ({"allowed": True, "denied": True}, False)],
+)
+async def test_absent_or_null_booleans_are_false(status: dict[str, object], allowed: bool) -> None:
+    async with authorizer() as (authz, kube, _):
+        kube.sar_status = status
+        assert (await authz.authorize(ALICE_USER, PODS)).allowed is allowed

@@ -14,13 +14,14 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, generate_latest
 
-from adapter.explain import explain
 from adapter.prometheus import PrometheusClient, PrometheusConnection
 from adapter.providers import MetricProviders, build_providers
 from adapter.rules import RuleConfig
 from adapter.server.app import Server, build_app
 from adapter.server.cli import run_explain
+from adapter.server.explain import explain
 from adapter.server.reload import ReloadingMetrics
+from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings
 from adapter.server.telemetry import ServerMetrics
 from tests.adapter.providers.fake_pods import FakePodLister
@@ -91,8 +92,8 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         metrics.load_initial()
         await metrics.current.relister.relist()
 
-        async def explain_request(path: str, query: Any) -> dict[str, Any]:
-            return await explain(metrics.current, path, querier=prom, query=query, pod_lister=pods)
+        async def explain_request(request: MetricRequest) -> dict[str, Any]:
+            return await explain(metrics.current, request, querier=prom, pod_lister=pods)
 
         server = Server(
             metrics=metrics,
@@ -220,7 +221,7 @@ async def test_explain_shows_rule_query_result_and_answer(tmp_path: Path) -> Non
         doc = await explain(
             s.metrics.current,
             querier=s.prom,
-            path=PER_SECOND + "?labelSelector=app%3Dweb",
+            request=parse_metric_request(PER_SECOND + "?labelSelector=app%3Dweb"),
             pod_lister=s.pods,
         )
     assert doc["request"]["metric"] == "http_requests_per_second"
@@ -240,19 +241,25 @@ async def test_explain_says_why_a_metric_is_missing(tmp_path: Path) -> None:
         typo = await explain(
             s.metrics.current,
             querier=s.prom,
-            path="/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_request_per_second",
+            request=parse_metric_request(
+                "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_request_per_second"
+            ),
             pod_lister=s.pods,
         )
         empty = await explain(
             s.metrics.current,
             querier=s.prom,
-            path="/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second",
+            request=parse_metric_request(
+                "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second"
+            ),
             pod_lister=s.pods,
         )
         external = await explain(
             s.metrics.current,
             querier=s.prom,
-            path="/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready",
+            request=parse_metric_request(
+                "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready"
+            ),
             pod_lister=s.pods,
         )
     assert typo["rule"] is None
@@ -293,9 +300,11 @@ async def test_cli_explain_needs_no_cluster_for_a_named_object(
         settings = Settings(config=s.config, prometheus_url=s.prometheus.url)
         named = await run_explain(
             settings,
-            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second",
+            parse_metric_request(
+                "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second"
+            ),
         )
-        selected = await run_explain(settings, PER_SECOND)
+        selected = await run_explain(settings, parse_metric_request(PER_SECOND))
     assert named["verdict"] == "served"
     assert named["answer"]["items"][0]["value"] == "3"
     assert "cannot list pods" in selected["objectsError"]

@@ -24,9 +24,8 @@ Deliberate deviations: none (it only reads; the query is run once more than the 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from adapter.prometheus.errors import PrometheusError
 from adapter.providers import (
@@ -40,6 +39,7 @@ from adapter.providers import (
 from adapter.rules import BadQueryError, CustomMetricInfo, parse_selector
 from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.registry import SeriesInfo
+from adapter.server.routing import CustomMetricTarget, ExternalMetricTarget, MetricRequest
 
 MAX_SAMPLES = 20
 
@@ -53,41 +53,35 @@ VERDICTS = {
     "scraped",
     "not_finite": "the query returned NaN or Inf (e.g. a division by zero in a ratio)",
     "no_objects": "the label selector matched no object in the namespace",
+    "unrenderable": "the rule's templates cannot render a query for this request (for example a "
+    "resource with no label in the rule's resources.overrides or template): check the rule's "
+    "resources and metricsQuery",
 }
 
 JsonObject = dict[str, Any]
 
 
-def parse_metric_path(path: str) -> JsonObject:
-    """Split an API path (with an optional query string) the way the server routes it."""
-    split = urlsplit(path)
-    query = dict(parse_qsl(split.query, keep_blank_values=True))
-    parts = [unquote(p) for p in split.path.strip("/").split("/")]
-    if len(parts) < 4 or parts[0] != "apis":
-        raise ValueError(f"not a metrics API path: {path!r}")
-    group, version, rest = parts[1], parts[2], parts[3:]
-    out: JsonObject = {"group": group, "version": version, **_selectors(query)}
-    if group == "external.metrics.k8s.io" and len(rest) == 3 and rest[0] == "namespaces":
-        out.update(api="external", namespace=rest[1], metric=rest[2])
-        return out
-    if group != "custom.metrics.k8s.io":
-        raise ValueError(f"only custom.metrics.k8s.io and external.metrics.k8s.io: {path!r}")
-    if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "metrics":
-        out.update(api="custom", namespace=rest[1], resource="metrics", name="", metric=rest[3])
-    elif len(rest) == 5 and rest[0] == "namespaces":
-        out.update(api="custom", namespace=rest[1], resource=rest[2], name=rest[3], metric=rest[4])
-    elif len(rest) == 3:
-        out.update(api="custom", namespace=None, resource=rest[0], name=rest[1], metric=rest[2])
-    else:
-        raise ValueError(f"not a custom metrics path form: {path!r}")
-    return out
-
-
-def _selectors(query: Mapping[str, str]) -> JsonObject:
-    return {
-        "labelSelector": query.get("labelSelector", ""),
-        "metricLabelSelector": query.get("metricLabelSelector", ""),
+def _request_document(request: MetricRequest) -> JsonObject:
+    """The ``request`` part: the path as the server parses and routes it."""
+    target = request.target
+    attributes = request.info.attributes
+    out: JsonObject = {
+        "group": attributes.api_group,
+        "version": target.version,
+        "labelSelector": request.label_selector,
+        "metricLabelSelector": request.metric_label_selector,
     }
+    if isinstance(target, ExternalMetricTarget):
+        out.update(api="external", namespace=target.namespace, metric=target.metric)
+    else:
+        out.update(
+            api="custom",
+            namespace=target.namespace,
+            resource=target.resource,
+            name=target.name,
+            metric=target.metric,
+        )
+    return out
 
 
 def _rule(entry: SeriesInfo) -> JsonObject:
@@ -119,22 +113,15 @@ def _error(error: ProviderError) -> JsonObject:
 
 async def explain(
     providers: MetricProviders,
-    path: str,
+    request: MetricRequest,
     *,
     querier: PrometheusQuerier,
-    query: Mapping[str, str] | None = None,
     pod_lister: PodLister,
 ) -> JsonObject:
-    """The explanation document for ``path`` (extra ``query`` parameters override the path's)."""
-    if query:
-        path = path + ("&" if "?" in path else "?") + "&".join(f"{k}={v}" for k, v in query.items())
-    try:
-        request = parse_metric_path(path)
-    except ValueError as error:
-        return {"request": {"path": path}, "verdict": str(error)}
+    """The explanation document for one parsed metric request."""
     index = providers.relister.index
     doc: JsonObject = {
-        "request": request,
+        "request": _request_document(request),
         "index": {
             "generation": index.generation,
             "listedAt": index.listed_at.isoformat() if index.listed_at else None,
@@ -144,11 +131,12 @@ async def explain(
             "skippedSeries": [*index.custom.skipped, *index.external.skipped][:MAX_SAMPLES],
         },
     }
-    if request["api"] == "external":
-        await _explain_external(doc, providers, querier=querier, request=request)
+    target = request.target
+    if isinstance(target, ExternalMetricTarget):
+        await _explain_external(doc, providers, querier=querier, target=target, request=request)
     else:
         await _explain_custom(
-            doc, providers, querier=querier, request=request, pod_lister=pod_lister
+            doc, providers, querier=querier, target=target, request=request, pod_lister=pod_lister
         )
     return doc
 
@@ -178,14 +166,15 @@ async def _explain_custom(
     providers: MetricProviders,
     *,
     querier: PrometheusQuerier,
-    request: JsonObject,
+    target: CustomMetricTarget,
+    request: MetricRequest,
     pod_lister: PodLister,
 ) -> None:
     wanted = custom_metric_request(
-        namespace=request["namespace"],
-        resource=request["resource"],
-        name=request["name"],
-        metric=request["metric"],
+        namespace=target.namespace,
+        resource=target.resource,
+        name=target.name,
+        metric=target.metric,
     )
     registry = providers.relister.index.custom
     normalized = registry.normalized(wanted.info)
@@ -202,7 +191,7 @@ async def _explain_custom(
     if wanted.name is None:
         try:
             names = list(
-                await pod_lister.pods_for_selector(wanted.namespace or "", request["labelSelector"])
+                await pod_lister.pods_for_selector(wanted.namespace or "", request.label_selector)
             )
         except Exception as error:  # noqa: BLE001 - shown to the user, not raised
             names = []
@@ -216,7 +205,7 @@ async def _explain_custom(
                 wanted.info,
                 namespace=wanted.namespace if wanted.info.namespaced else None,
                 names=names,
-                metric_selector=parse_selector(request["metricLabelSelector"]),
+                metric_selector=parse_selector(request.metric_label_selector),
             )
         except (BadQueryError, RuleEvaluationError) as error:
             doc["query"] = {"error": str(error)}
@@ -228,8 +217,8 @@ async def _explain_custom(
             values = await providers.custom.get_metric_by_selector(
                 wanted.info,
                 namespace=wanted.namespace,
-                selector=request["labelSelector"],
-                metric_selector=request["metricLabelSelector"],
+                selector=request.label_selector,
+                metric_selector=request.metric_label_selector,
             )
         else:
             values = [
@@ -237,7 +226,7 @@ async def _explain_custom(
                     wanted.info,
                     wanted.name,
                     namespace=wanted.namespace,
-                    metric_selector=request["metricLabelSelector"],
+                    metric_selector=request.metric_label_selector,
                 )
             ]
     except ProviderError as error:
@@ -265,24 +254,29 @@ def _custom_candidates(known: Sequence[CustomMetricInfo], wanted: CustomMetricIn
 
 
 async def _explain_external(
-    doc: JsonObject, providers: MetricProviders, *, querier: PrometheusQuerier, request: JsonObject
+    doc: JsonObject,
+    providers: MetricProviders,
+    *,
+    querier: PrometheusQuerier,
+    target: ExternalMetricTarget,
+    request: MetricRequest,
 ) -> None:
     registry = providers.relister.index.external
-    entry = registry.info.get(request["metric"])
-    metric_selector = request["labelSelector"]
+    entry = registry.info.get(target.metric)
+    metric_selector = request.label_selector
     if entry is None:
         doc["rule"] = None
         doc["candidates"] = {
             "similarMetrics": difflib.get_close_matches(
-                request["metric"], registry.list_all_metrics(), n=5, cutoff=0.6
+                target.metric, registry.list_all_metrics(), n=5, cutoff=0.6
             )
         }
     else:
         doc["rule"] = _rule(entry)
         try:
             promql = registry.query_for_metric(
-                request["metric"],
-                namespace=request["namespace"],
+                target.metric,
+                namespace=target.namespace,
                 metric_selector=parse_selector(metric_selector),
             )
         except (BadQueryError, RuleEvaluationError) as error:
@@ -292,7 +286,7 @@ async def _explain_external(
                 await _run(doc, querier, promql=promql)
     try:
         values = await providers.external.get_external_metric(
-            request["metric"], namespace=request["namespace"], metric_selector=metric_selector
+            target.metric, namespace=target.namespace, metric_selector=metric_selector
         )
     except ProviderError as error:
         doc["answer"] = {"error": _error(error)}
