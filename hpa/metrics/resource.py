@@ -39,9 +39,9 @@ from pydantic import ValidationError
 from hpa.api.metrics import PodMetrics, PodMetricsList
 from hpa.api.types import parse_time
 from hpa.core.decision import MetricFetchError, PodMetricsObservation
+from hpa.core.duration import DurationError
 from hpa.core.quantity import QuantityError
 from hpa.core.replicas import PodMetric
-from hpa.metrics.duration import DurationError
 from hpa.metrics.transport import JsonGetter, error_text
 from hpa.metrics.values import milli_value, milli_value_or_none, window_seconds
 

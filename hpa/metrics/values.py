@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
+from hpa.core.duration import parse_duration_seconds
 from hpa.core.quantity import parse_quantity
-from hpa.metrics.duration import parse_duration_seconds
 
 __all__ = ["is_quantity", "milli_value", "milli_value_or_none", "window_seconds"]
 

@@ -6,8 +6,8 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from hpa.core.duration import DurationError
 from hpa.core.quantity import QuantityError, parse_quantity
-from hpa.metrics.duration import DurationError
 from hpa.metrics.values import is_quantity, milli_value, milli_value_or_none, window_seconds
 
 SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
