@@ -74,8 +74,8 @@ from hpa.core.decision import (
 )
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.replicas import PodMetric
+from hpa.core.selector import parse_selector
 from hpa.core.spec import CrossVersionObjectReference
-from hpa.kube.selector import parse_selector
 from hpa.metrics.custom import DEFAULT_METRIC_WINDOW_SECONDS
 
 __all__ = [
