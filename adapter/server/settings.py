@@ -21,11 +21,11 @@ through to authorization, which then answers 403); a few flags of ours have no u
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from adapter.prometheus.connection import check_header
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
 from hpa.core.duration import parse_duration_seconds
@@ -154,21 +154,16 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-
-
 def parse_header(text: str) -> tuple[str, str]:
-    """``Name=value`` of ``--prometheus-header``: an RFC 9110 token name and a value without
-    CR, LF or NUL (Go's ``http.Header`` writer refuses those; they would split the request)."""
+    """``Name=value`` of ``--prometheus-header``, checked by
+    :func:`adapter.prometheus.connection.check_header` (no CR, LF or NUL in the value)."""
     name, sep, value = text.partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected Name=value, got {text!r}")
-    if _HEADER_NAME.fullmatch(name) is None:
-        raise argparse.ArgumentTypeError(f"header name {name!r} is not an HTTP token")
-    if any(char in value for char in "\r\n\x00"):
-        raise argparse.ArgumentTypeError(
-            f"value of header {name!r} contains CR, LF or NUL: {value!r}"
-        )
+    try:
+        check_header(name, value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return name, value
 
 
