@@ -20,16 +20,16 @@ Deliberate deviations:
 - Cancelling a caller cancels the HTTP request unless other callers still wait for it.
 - Instant queries send no ``time`` unless asked: Prometheus evaluates at its own "now", and
   identical concurrent queries stay identical (and coalesce).
-- Requests go through a small keep-alive HTTP/1.1 transport of our own
-  (``adapter.prometheus.transport``) rather than aiohttp's client: the same connections, TLS and
-  headers at a fraction of the CPU per request. It follows no redirects (a ``3xx`` is an
-  "unknown response code" error naming its ``Location``; Go's client follows up to 10) and
-  decodes ``gzip`` and ``deflate`` answers only.
+- Requests go through one shared ``aiohttp.ClientSession`` per client (keep-alive connections,
+  at most ``max_concurrent_requests`` of them, TLS from ``TLSConfig``, no cookies, no proxy from
+  the environment). It follows no redirects (a ``3xx`` is an "unknown response code" error naming
+  its ``Location``; Go's client follows up to 10) and decodes ``gzip`` and ``deflate`` answers
+  only.
 - Answers are asked for uncompressed (``Accept-Encoding: identity``; Go's client, and so
   upstream, asks for gzip): Prometheus usually sits next to the adapter, and compressing a
-  100-pod answer cost Prometheus about a quarter of its CPU per query
-  (docs/performance-adapter.md). A ``headers`` entry for ``Accept-Encoding`` (``--prometheus-header
-  Accept-Encoding=gzip``) overrides it.
+  100-pod answer costs Prometheus about a quarter of its CPU per query (docs/performance.md). A
+  ``headers`` entry for ``Accept-Encoding`` (``--prometheus-header Accept-Encoding=gzip``)
+  overrides it.
 """
 
 from __future__ import annotations
@@ -37,13 +37,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
-from urllib.parse import quote_plus, unquote, urlencode
+from typing import Any, NamedTuple, Self
+from urllib.parse import quote_plus, urlencode
 
+import aiohttp
 import orjson
 import structlog
+import yarl
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from adapter.prometheus.connection import Credentials, PrometheusConnection
@@ -65,7 +67,6 @@ from adapter.prometheus.results import (
     series_selectors,
 )
 from adapter.prometheus.singleflight import SingleFlight
-from adapter.prometheus.transport import HttpResponse, HttpTransport, HttpTransportError, Origin
 from adapter.rules import Series
 
 log = structlog.get_logger(__name__)
@@ -78,6 +79,49 @@ USER_AGENT = "hpa-adapter"
 _ENCODED_CACHE_SIZE = 256
 
 Params = tuple[tuple[str, str], ...]
+
+
+class HttpResponse(NamedTuple):
+    """A complete answer: its status, headers (case-insensitive names) and raw body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class BaseURL(NamedTuple):
+    """Where requests go: the origin (scheme, host, port), the path prefix, the user name and
+    password of the URL (sent as basic auth), and how messages show it (without credentials)."""
+
+    origin: str
+    path_prefix: str
+    username: str | None
+    password: str | None
+    display: str
+
+    @classmethod
+    def parse(cls, url: str) -> BaseURL:
+        """``http(s)://[user[:password]@]host[:port][/prefix]``; ``ValueError`` otherwise."""
+        try:
+            parsed = yarl.URL(url)
+            port = parsed.port  # a bad port raises ValueError
+        except ValueError as error:
+            raise ValueError(f"{error} in {url!r}") from None
+        if parsed.scheme not in ("http", "https"):
+            raise ValueError(f"unsupported URL scheme {parsed.scheme!r} in {url!r}")
+        if not parsed.host:
+            raise ValueError(f"no host in {url!r}")
+        if parsed.query_string or parsed.fragment:
+            raise ValueError(f"a query or fragment in the base URL {url!r}")
+        host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+        prefix = parsed.raw_path.rstrip("/")
+        return cls(
+            str(parsed.origin()),
+            prefix,
+            parsed.user,
+            parsed.password,
+            f"{parsed.scheme}://{host}:{port}{prefix}",
+        )
 
 
 def _decode_instant(data: Any) -> InstantResult:
@@ -146,33 +190,30 @@ class PrometheusClient:
         self.connection = connection
         self._credentials = Credentials(connection)
         try:
-            self._origin: Origin | None = Origin.parse(connection.url)
+            self._base: BaseURL | None = BaseURL.parse(connection.url)
             self._url_error = ""
         except ValueError as error:
-            self._origin, self._url_error = None, str(error)
-        self._display_url = self._origin.display() if self._origin is not None else connection.url
+            self._base, self._url_error = None, str(error)
+        self._display_url = self._base.display if self._base is not None else connection.url
         self._url_authorization: str | None = None
-        if self._origin is not None and self._origin.username is not None:
-            raw = f"{unquote(self._origin.username)}:{unquote(self._origin.password or '')}"
+        if self._base is not None and self._base.username is not None:
+            raw = f"{self._base.username}:{self._base.password or ''}"
             self._url_authorization = "Basic " + base64.b64encode(raw.encode()).decode("ascii")
-        self._head_fields = self._static_head_fields()
-        self._transport: HttpTransport | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._encoded: dict[str, str] = {}
         self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
         self._flights: SingleFlight[tuple[str, str, Params], Any] = SingleFlight()
         self.metrics = ClientMetrics(registry if registry is not None else CollectorRegistry())
 
-    def _static_head_fields(self) -> str:
-        """The header lines sent with every request (each ending in CRLF)."""
+    def _static_headers(self) -> dict[str, str]:
+        """The headers sent with every request: the connection's, then our defaults."""
         headers = dict(self.connection.headers)
         names = {name.lower() for name in headers}
         if "accept-encoding" not in names:
             headers["Accept-Encoding"] = "identity"
         if "user-agent" not in names:
             headers["User-Agent"] = USER_AGENT
-        if "host" not in names and self._origin is not None:
-            headers = {"Host": self._origin.host_header, **headers}
-        return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return headers
 
     async def __aenter__(self) -> Self:
         return self
@@ -186,17 +227,18 @@ class PrometheusClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._transport is not None:
-            await self._transport.close()
-            self._transport = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
-    def _http(self, path: str) -> HttpTransport:
-        if self._transport is None:
-            if self._origin is None:
-                raise PrometheusConnectionError(
-                    f"cannot reach Prometheus at {self._display_url}: {self._url_error}",
-                    endpoint=path,
-                )
+    def _http(self, path: str) -> tuple[aiohttp.ClientSession, BaseURL]:
+        """The shared session (opened on first use, inside the running loop) and the base URL."""
+        if self._base is None:
+            raise PrometheusConnectionError(
+                f"cannot reach Prometheus at {self._display_url}: {self._url_error}",
+                endpoint=path,
+            )
+        if self._session is None:
             tls = self.connection.tls
             try:
                 context = tls.ssl_context() if tls is not None else None
@@ -205,8 +247,19 @@ class PrometheusClient:
                     f"cannot set up TLS for Prometheus at {self._display_url}: {error}",
                     endpoint=path,
                 ) from error
-            self._transport = HttpTransport(self._origin, ssl_context=context)
-        return self._transport
+            connector = aiohttp.TCPConnector(
+                ssl=context if context is not None else True,
+                limit=self.connection.max_concurrent_requests,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers=self._static_headers(),
+                timeout=aiohttp.ClientTimeout(total=None),  # the caller's deadline governs
+                auto_decompress=False,  # decoded in _body, which names what it cannot decode
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+            )
+        return self._session, self._base
 
     # ------------------------------------------------------------------ API
 
@@ -352,34 +405,37 @@ class PrometheusClient:
         return "&".join(parts)
 
     async def _send(self, path: str, params: Params) -> HttpResponse:
-        transport = self._http(path)
+        session, base = self._http(path)
+        headers: dict[str, str] = {}
         authorization = self._credentials.authorization() or self._url_authorization
-        fields = self._head_fields
         if authorization is not None:
             if "\r" in authorization or "\n" in authorization:
                 raise PrometheusConnectionError(
                     "the Prometheus credentials contain a line break", endpoint=path
                 )
-            fields += f"Authorization: {authorization}\r\n"
-        target = transport.origin.path_prefix + path
+            headers["Authorization"] = authorization
+        target = base.origin + base.path_prefix + path
         encoded = self._encode(params)
+        body: bytes | None = None
         if self.connection.method == "POST":
             body = encoded.encode()
-            head = (
-                f"POST {target} HTTP/1.1\r\n{fields}"
-                "Content-Type: application/x-www-form-urlencoded\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            )
-            data = head.encode() + body
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
         else:
-            data = f"GET {target}?{encoded} HTTP/1.1\r\n{fields}\r\n".encode()
+            target += "?" + encoded
         try:
-            response = await transport.request(data)
-        except HttpTransportError as error:
+            async with session.request(
+                self.connection.method,
+                yarl.URL(target, encoded=True),
+                data=body,
+                headers=headers,
+                allow_redirects=False,
+            ) as response:
+                return HttpResponse(response.status, response.headers, await response.read())
+        except (aiohttp.ClientError, OSError) as error:
+            reason = str(error) or type(error).__name__
             raise PrometheusConnectionError(
-                f"cannot reach Prometheus at {self._display_url}: {error}", endpoint=path
+                f"cannot reach Prometheus at {self._display_url}: {reason}", endpoint=path
             ) from error
-        return response
 
     @staticmethod
     def _body(path: str, response: HttpResponse) -> bytes:

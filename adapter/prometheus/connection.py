@@ -16,11 +16,24 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def check_header(name: str, value: str) -> None:
+    """An extra header must be an RFC 9110 token name with a value free of CR, LF and NUL (Go's
+    ``http.Header`` writer refuses those: they would split the request); ``ValueError`` names
+    the header otherwise."""
+    if _HEADER_NAME.fullmatch(name) is None:
+        raise ValueError(f"header name {name!r} is not an HTTP token")
+    if any(char in value for char in "\r\n\x00"):
+        raise ValueError(f"value of header {name!r} contains CR, LF or NUL: {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +118,8 @@ class PrometheusConnection:
             raise ValueError("max_concurrent_requests must be at least 1")
         if self.bearer_token_file is not None and self.basic_auth is not None:
             raise ValueError("use either a bearer token file or basic auth, not both")
+        for name, value in self.headers.items():
+            check_header(name, value)
 
 
 class Credentials:

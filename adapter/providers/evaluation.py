@@ -35,7 +35,7 @@ from adapter.providers.errors import (
     MissingCause,
 )
 from adapter.providers.ports import PrometheusQuerier
-from adapter.rules import BadQueryError, GroupResource, Requirement, parse_selector
+from adapter.rules import BadQueryError, GroupResource, Requirement, parse_metric_selector
 from adapter.rules.config import QUERY_TEMPLATE_ARGS
 from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.gotemplate import parse_template
@@ -83,7 +83,7 @@ class Freshness(NamedTuple):
 def parse_request_selector(text: str, *, what: str) -> tuple[Requirement, ...]:
     """``labels.Parse`` of a request's selector; a bad one is the caller's fault (400)."""
     try:
-        return parse_selector(text)
+        return parse_metric_selector(text)
     except BadQueryError as exc:
         raise InvalidRequestError(f"invalid {what}: {exc}") from exc
 

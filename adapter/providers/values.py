@@ -31,6 +31,19 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from adapter.rules import parse_duration_milliseconds
+from hpa.core.quantity import milli_text
+
+__all__ = [
+    "DEFAULT_PROBE_REUSE_SECONDS",
+    "INT64_MAX",
+    "MAX_DEFAULT_SAMPLE_AGE_SECONDS",
+    "MetricPolicy",
+    "ValueSettings",
+    "milli_from_text",
+    "milli_text",
+    "timestamp_from_seconds",
+    "window_from_query",
+]
 
 INT64_MAX = 2**63 - 1
 MAX_DEFAULT_SAMPLE_AGE_SECONDS = 60.0
@@ -130,30 +143,6 @@ def milli_from_text(text: str) -> int | None:
     if abs(milli) > INT64_MAX:
         return None
     return milli
-
-
-_DECIMAL_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-
-
-def milli_text(value_milli: int) -> str:
-    """``str(Quantity.from_milli(value_milli))`` (DecimalSI, canonical) with integer operations:
-    upstream's ``int64Amount.AsCanonicalBytes`` (trailing zeros of the mantissa moved into the
-    exponent, the exponent lowered to a multiple of 3) and its SI suffix. The adapter writes
-    one per object per request; ``Quantity`` takes the ``Decimal`` route. Property-tested
-    against ``Quantity`` over the whole int64 range (tests/adapter/providers/test_values.py)."""
-    if value_milli == 0:
-        return "0"
-    amount = value_milli
-    exponent = -3
-    while amount % 10 == 0:
-        amount //= 10
-        exponent += 1
-    # Python's % is never negative: 1 means Go's 1 or -2, 2 means Go's 2 or -1
-    shift = exponent % 3
-    if shift:
-        amount *= 10**shift
-        exponent -= shift
-    return f"{amount}{_DECIMAL_SUFFIXES[exponent]}"
 
 
 def timestamp_from_seconds(seconds: float) -> datetime:

@@ -11,7 +11,7 @@ Typical use (providers and server)::
     namers = namers_from_config(config.rules, mapper, source=...)
     # relist: for each namer, GET /api/v1/series?match[]=namer.series_query
     registry = SeriesRegistry.from_series([namer.filter_series(found) ...], namers, mapper)
-    selector = parse_selector(request.query["metricLabelSelector"])   # BadQueryError -> 400
+    selector = parse_metric_selector(request.query["metricLabelSelector"])   # BadQueryError -> 400
     query = registry.query_for_metric(info, namespace=ns, names=pod_names, metric_selector=selector)
 
 See docs/adapter-rules.md for compatibility notes and deliberate deviations.
@@ -66,7 +66,7 @@ from adapter.rules.selector import (
     Operator,
     Requirement,
     format_selector,
-    parse_selector,
+    parse_metric_selector,
 )
 
 __all__ = [
@@ -113,5 +113,5 @@ __all__ = [
     "load_rules",
     "namers_from_config",
     "parse_duration_milliseconds",
-    "parse_selector",
+    "parse_metric_selector",
 ]

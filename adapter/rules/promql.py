@@ -7,7 +7,10 @@ Upstream counterparts: prometheus-adapter ``pkg/client/helpers.go`` (``LabelEq``
 
 ``go_quote`` reproduces ``strconv.Quote`` byte for byte, so rendered queries equal upstream's;
 Prometheus unquotes string literals with the same escape set, so any value round-trips.
-Deliberate deviations: Python strings may hold lone surrogates, which Go strings cannot; they are
+Deliberate deviations: U+FFFD is written ``\\ufffd``: ``strconv.Quote`` prints it raw, but
+Prometheus's lexer takes a raw U+FFFD for an invalid UTF-8 rune and fails the query (a 500 where
+the caller's input is at fault); the escape spells the same string. Python strings may hold lone
+surrogates, which Go strings cannot; they are
 refused with ``InvalidValueError`` instead of being sent. "Printable" follows Python's Unicode
 database, which can lag Go's by a version: a character new in Go's tables is escaped here
 (``\\u...``) where Go prints it raw; both spell the same string.
@@ -56,6 +59,8 @@ def go_quote_body(value: str) -> str:
     for char in value:
         if char in ('"', "\\"):
             out.append("\\" + char)
+        elif char == "\ufffd":  # Prometheus's lexer reads a raw U+FFFD as an invalid UTF-8 rune
+            out.append("\\ufffd")
         elif is_go_printable(char):
             out.append(char)
         elif char in _SIMPLE_ESCAPES:

@@ -36,7 +36,8 @@ from adapter.providers import (
     ProviderError,
     custom_metric_request,
 )
-from adapter.rules import BadQueryError, CustomMetricInfo, parse_selector
+from adapter.rules import BadQueryError, CustomMetricInfo
+from adapter.rules import parse_metric_selector as parse_selector
 from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.registry import SeriesInfo
 from adapter.server.routing import CustomMetricTarget, ExternalMetricTarget, MetricRequest

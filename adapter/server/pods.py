@@ -19,9 +19,9 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from adapter.server.ports import ObjectMeta
+from hpa.core.selector import parse_selector
 from hpa.kube.informer import Informer, Store
 from hpa.kube.records import PodRecord
-from hpa.kube.selector import parse_selector
 
 
 @dataclass(frozen=True, slots=True)

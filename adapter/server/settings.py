@@ -25,8 +25,10 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from adapter.prometheus.connection import check_header
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
+from hpa.core.duration import parse_duration_seconds
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
@@ -148,36 +150,20 @@ class Settings:
             raise ValueError("--tls-cert-file and --tls-private-key-file go together")
 
 
-def parse_go_duration_seconds(text: str) -> float:
-    """A Go ``time.Duration`` flag value (``10m``, ``1h30m``, ``90s``, ``500ms``) in seconds."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    rest = text.strip()
-    if rest in ("0", ""):
-        if rest == "":
-            raise argparse.ArgumentTypeError("empty duration")
-        return 0.0
-    total = 0.0
-    while rest:
-        number = ""
-        while rest and (rest[0].isdigit() or rest[0] == "."):
-            number, rest = number + rest[0], rest[1:]
-        unit = ""
-        while rest and not (rest[0].isdigit() or rest[0] == "."):
-            unit, rest = unit + rest[0], rest[1:]
-        if not number or unit not in units:
-            raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
-        total += float(number) * units[unit]
-    return total
-
-
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def _header(text: str) -> tuple[str, str]:
+def parse_header(text: str) -> tuple[str, str]:
+    """``Name=value`` of ``--prometheus-header``, checked by
+    :func:`adapter.prometheus.connection.check_header` (no CR, LF or NUL in the value)."""
     name, sep, value = text.partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected Name=value, got {text!r}")
+    try:
+        check_header(name, value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return name, value
 
 
@@ -191,7 +177,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     p("--tls-cert-file", type=Path)
     p("--tls-private-key-file", type=Path)
     p("--cert-dir", type=Path, default=d.cert_dir)
-    p("--tls-check-interval", type=parse_go_duration_seconds, default=d.tls_check_interval_seconds)
+    p("--tls-check-interval", type=parse_duration_seconds, default=d.tls_check_interval_seconds)
     p("--client-ca-file", type=Path)
     p("--requestheader-client-ca-file", type=Path)
     p("--requestheader-allowed-names", type=_csv, default=())
@@ -201,25 +187,25 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     p("--authentication-skip-lookup", action="store_true")
     p(
         "--authentication-token-webhook-cache-ttl",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.authentication_cache_ttl_seconds,
     )
     p(
         "--authorization-webhook-cache-ttl",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.authorization_cache_ttl_seconds,
         help="cache of SubjectAccessReview answers (at most 10s)",
     )
     p("--authorization-always-allow-paths", type=_csv, default=d.always_allow_paths)
     p(
         "--auth-config-refresh-interval",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.auth_config_refresh_interval_seconds,
     )
     p("--lister-kubeconfig", "--kubeconfig", dest="kubeconfig", type=Path)
     p(
         "--config-check-interval",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.config_check_interval_seconds,
     )
     p("--prometheus-url", default=d.prometheus_url)
@@ -228,27 +214,27 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     p("--prometheus-token-file", type=Path)
     p("--prometheus-client-tls-cert-file", type=Path)
     p("--prometheus-client-tls-key-file", type=Path)
-    p("--prometheus-header", type=_header, action="append", default=[])
+    p("--prometheus-header", type=parse_header, action="append", default=[])
     p(
         "--prometheus-query-timeout",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.prometheus_query_timeout_seconds,
     )
     p(
         "--metrics-relist-interval",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.metrics_relist_interval_seconds,
     )
-    p("--metrics-max-age", type=parse_go_duration_seconds, default=None)
+    p("--metrics-max-age", type=parse_duration_seconds, default=None)
     p(
         "--max-sample-age",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.max_sample_age_seconds,
         help="values whose newest raw sample is older are missing (0s: no staleness check)",
     )
     p(
         "--staleness-probe-reuse",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.staleness_probe_reuse_seconds,
         help="a staleness probe that proved a request's values fresh is reused this long for "
         "the same objects (0s: probe on every request)",

@@ -54,7 +54,6 @@ Deliberate deviations (all documented in docs/api-validation.md):
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -86,6 +85,7 @@ from hpa.api.vpa import (
     StartupBoost,
     VerticalPodAutoscaler,
 )
+from hpa.core.names import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
 
 __all__ = [
     "MAX_PERIOD_SECONDS",
@@ -286,73 +286,6 @@ def invalid_status(
 
 # --------------------------------------------------------------------------- names
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_QUALIFIED_NAME_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-
-
-def _dns1123_label_messages(value: str) -> list[str]:
-    """``IsDNS1123Label``."""
-    messages = []
-    if len(value) > 63:
-        messages.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.fullmatch(value):
-        messages.append(_DNS1123_LABEL_MSG)
-    return messages
-
-
-def _dns1123_subdomain_messages(value: str) -> list[str]:
-    """``IsDNS1123Subdomain``."""
-    messages = []
-    if len(value) > 253:
-        messages.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        messages.append(_DNS1123_SUBDOMAIN_MSG)
-    return messages
-
-
-def _qualified_name_messages(value: str) -> list[str]:
-    """``IsQualifiedName``: ``[prefix/]name``."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-        messages: list[str] = []
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            messages = ["prefix part must be non-empty"]
-        else:
-            messages = [f"prefix part {m}" for m in _dns1123_subdomain_messages(prefix)]
-    else:
-        return [
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-            "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') "
-            "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        messages.append("name part must be non-empty")
-    elif len(name) > 63:
-        messages.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME.fullmatch(name):
-        messages.append(_QUALIFIED_NAME_MSG)
-    return messages
-
 
 def _path_segment_messages(name: str) -> list[str]:
     """``path.IsValidPathSegmentName``."""
@@ -393,7 +326,7 @@ def _is_hugepages(name: str) -> bool:
 def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
     """``corev1 validation.ValidateContainerResourceName`` (via ``ValidateResourceName``)."""
     shown = Verbatim(name)  # v1.ResourceName has a String() method: printed unquoted
-    errors = [_invalid(path, shown, m) for m in _qualified_name_messages(name)]
+    errors = [_invalid(path, shown, m) for m in is_qualified_name(name)]
     if errors:
         return errors
     if "/" not in name:
@@ -407,7 +340,7 @@ def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
             errors.append(_invalid(path, shown, "must be a standard resource for containers"))
     elif "kubernetes.io/" not in name and (
         # not native: it must be an extended resource, usable as the quota name requests.<name>
-        name.startswith("requests.") or _qualified_name_messages("requests." + name)
+        name.startswith("requests.") or is_qualified_name("requests." + name)
     ):
         errors.append(_invalid(path, shown, "doesn't follow extended resource name standard"))
     return errors
@@ -417,19 +350,19 @@ def _object_meta_errors(meta: ObjectMeta, *, requires_namespace: bool) -> list[F
     """The ``name``/``namespace`` part of ``ValidateObjectMeta`` (DNS-subdomain names)."""
     errors: list[FieldError] = []
     if meta.generate_name:
-        for m in _dns1123_subdomain_messages(_mask_trailing_dash(meta.generate_name)):
+        for m in is_dns1123_subdomain(_mask_trailing_dash(meta.generate_name)):
             errors.append(_invalid("metadata.generateName", meta.generate_name, m))
     if not meta.name:
         if not meta.generate_name:
             errors.append(_required("metadata.name", "name or generateName is required"))
     else:
-        for m in _dns1123_subdomain_messages(meta.name):
+        for m in is_dns1123_subdomain(meta.name):
             errors.append(_invalid("metadata.name", meta.name, m))
     if requires_namespace:
         if not meta.namespace:
             errors.append(_required("metadata.namespace"))
         else:
-            for m in _dns1123_label_messages(meta.namespace):
+            for m in is_dns1123_label(meta.namespace):
                 errors.append(_invalid("metadata.namespace", meta.namespace, m))
     elif meta.namespace:
         errors.append(_forbidden("metadata.namespace", "not allowed on this type"))
@@ -723,7 +656,7 @@ def _container_resource_source_errors(
     else:
         errors += [
             _invalid(_child(path, "container"), src.container, m)
-            for m in _dns1123_label_messages(src.container)
+            for m in is_dns1123_label(src.container)
         ]
     target_path = _child(path, "target")
     errors += _metric_target_errors(src.target, target_path)

@@ -77,6 +77,8 @@ from hpa.controllers.queue import ItemExponentialFailureRateLimiter, QueueMetric
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.conditions import Event
 from hpa.core.decision import HorizontalPodAutoscalerStatus
+from hpa.core.duration import DurationError, parse_duration_seconds
+from hpa.core.selector import Selector
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube import scale as kube_scale
 from hpa.kube import status as kube_status
@@ -101,8 +103,6 @@ from hpa.kube.records import (
     parse_pod,
     parse_workload,
 )
-from hpa.kube.selector import Selector
-from hpa.metrics.duration import DurationError, parse_duration_seconds
 from hpa.metrics.rest import RESTMetricsClient
 
 __all__ = [

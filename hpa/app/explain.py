@@ -72,8 +72,10 @@ from hpa.core.decision import (
     ObjectMetricObservation,
     PodMetricsObservation,
 )
+from hpa.core.duration import format_duration
 from hpa.core.explain import Stage, format_value
 from hpa.core.replicas import PodInfo, group_pods
+from hpa.core.selector import Selector, SelectorError, parse_selector
 from hpa.core.spec import (
     CrossVersionObjectReference,
     MetricSourceType,
@@ -92,8 +94,6 @@ from hpa.kube.client import (
 )
 from hpa.kube.clock import Clock, SystemClock, format_time
 from hpa.kube.records import ScaleTargetRef, parse_pod
-from hpa.kube.selector import Selector, SelectorError, parse_selector
-from hpa.metrics.duration import format_duration
 from hpa.metrics.rest import RESTMetricsClient
 from hpa.metrics.transport import error_text
 

@@ -64,7 +64,7 @@ from adapter.rules import load_rules
 from adapter.rules.mapper import guess_plural
 from adapter.server.cli import prometheus_connection
 from adapter.server.settings import Settings as AdapterSettings
-from adapter.server.settings import parse_go_duration_seconds
+from adapter.server.settings import parse_header
 from hpa.controllers.ports import MetricsClient, PodLister
 from hpa.core.decision import (
     ExternalMetricObservation,
@@ -72,9 +72,10 @@ from hpa.core.decision import (
     ObjectMetricObservation,
     PodMetricsObservation,
 )
+from hpa.core.duration import parse_duration_seconds
 from hpa.core.replicas import PodMetric
+from hpa.core.selector import parse_selector
 from hpa.core.spec import CrossVersionObjectReference
-from hpa.kube.selector import parse_selector
 from hpa.metrics.custom import DEFAULT_METRIC_WINDOW_SECONDS
 
 __all__ = [
@@ -315,13 +316,6 @@ def open_source(
 # ------------------------------------------------------------------------------ flags
 
 
-def _header(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected Name=value, got {text!r}")
-    return name, value
-
-
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The adapter's rule-file and Prometheus flags (its names and defaults), read only with
     ``--metrics-source=inprocess``."""
@@ -337,20 +331,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--prometheus-token-file", type=Path)
     add("--prometheus-client-tls-cert-file", type=Path)
     add("--prometheus-client-tls-key-file", type=Path)
-    add("--prometheus-header", type=_header, action="append", default=[], metavar="NAME=VALUE")
+    add("--prometheus-header", type=parse_header, action="append", default=[], metavar="NAME=VALUE")
     add(
         "--prometheus-query-timeout",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.prometheus_query_timeout_seconds,
         metavar="DURATION",
     )
     add(
         "--metrics-relist-interval",
-        type=parse_go_duration_seconds,
+        type=parse_duration_seconds,
         default=d.metrics_relist_interval_seconds,
         metavar="DURATION",
     )
-    add("--metrics-max-age", type=parse_go_duration_seconds, default=None, metavar="DURATION")
+    add("--metrics-max-age", type=parse_duration_seconds, default=None, metavar="DURATION")
 
 
 def settings_from_args(args: argparse.Namespace) -> AdapterSettings:

@@ -63,6 +63,7 @@ from hpa.core.decision import (
 )
 from hpa.core.quantity import Quantity, QuantityError, parse_quantity
 from hpa.core.replicas import GO_ZERO_TIME, ContainerInfo, PodCondition, PodInfo, PodPhase
+from hpa.core.selector import Selector, selector_from_label_selector
 from hpa.core.spec import (
     ContainerResourceMetricSource,
     CrossVersionObjectReference,
@@ -84,7 +85,6 @@ from hpa.core.spec import (
     ScalingRules,
 )
 from hpa.kube.records import ContainerResources, PodRecord
-from hpa.kube.selector import Selector, selector_from_label_selector
 
 __all__ = [
     "current_scale",

@@ -98,13 +98,13 @@ from hpa.core.decision import (
 from hpa.core.explain import Explanation
 from hpa.core.frozen import fast_init
 from hpa.core.replicas import PodInfo
+from hpa.core.selector import NOTHING, Selector, SelectorError, parse_selector
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
     MetricSpec,
     default_spec,
 )
-from hpa.kube.selector import NOTHING, Selector, SelectorError, parse_selector
 from hpa.metrics.transport import error_text
 
 __all__ = [

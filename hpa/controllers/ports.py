@@ -42,8 +42,8 @@ from hpa.core.decision import (
 )
 from hpa.core.frozen import fast_init
 from hpa.core.replicas import PodInfo
+from hpa.core.selector import Selector
 from hpa.core.spec import CrossVersionObjectReference, HorizontalPodAutoscalerSpec
-from hpa.kube.selector import Selector
 
 __all__ = [
     "Clock",

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from hpa.core.duration import DurationError, format_duration, parse_duration_seconds
 from hpa.core.spec import HorizontalSettings
-from hpa.metrics.duration import DurationError, format_duration, parse_duration_seconds
 
 __all__ = ["DRY_RUN_ANNOTATION", "HorizontalControllerSettings", "add_flags", "from_args"]
 

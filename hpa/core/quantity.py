@@ -49,7 +49,16 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import ClassVar, Final
 
-__all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = [
+    "Format",
+    "Quantity",
+    "QuantityError",
+    "is_quantity",
+    "milli_text",
+    "milli_value",
+    "milli_value_or_none",
+    "parse_quantity",
+]
 
 
 class Format(StrEnum):
@@ -563,3 +572,93 @@ def _pow10(n: int) -> float:
     if -323 <= n <= 0:
         return _POW10_NEG_TAB32[-n // 32] / _POW10_TAB[-n % 32]
     return math.inf if n > 0 else 0.0
+
+
+# ------------------------------------------------------------------ reading straight to milli-units
+#
+# ``milli_value(text)`` answers exactly what ``parse_quantity(text).milli_value()`` answers
+# (rounded away from zero, saturating at the int64 bounds). The forms metrics servers and the
+# adapter write (an unsigned integer with an optional ``n``/``u``/``m``/``k``/``M``/``G``/``T`` or
+# ``Ki``/``Mi``/``Gi``/``Ti`` suffix: ``"123456789n"``, ``"250m"``, ``"40Mi"``) are read with
+# integer arithmetic; every other form goes through ``parse_quantity``. The property tests of
+# tests/hpa/core/test_quantity.py check both routes agree on every string, and that
+# ``milli_text`` prints what ``str(Quantity.from_milli(v))`` prints.
+
+_PLAIN = re.compile(r"([0-9]{1,19})(n|u|m|k|M|G|T|Ki|Mi|Gi|Ti)?")
+# suffix -> (numerator, denominator) of one unit in milli-units
+_MILLI_PER_UNIT: dict[str | None, tuple[int, int]] = {
+    None: (1000, 1),
+    "n": (1, 1_000_000),
+    "u": (1, 1000),
+    "m": (1, 1),
+    "k": (10**6, 1),
+    "M": (10**9, 1),
+    "G": (10**12, 1),
+    "T": (10**15, 1),
+    "Ki": (1024 * 1000, 1),
+    "Mi": (1024**2 * 1000, 1),
+    "Gi": (1024**3 * 1000, 1),
+    "Ti": (1024**4 * 1000, 1),
+}
+
+
+def milli_value(text: str) -> int:
+    """``ParseQuantity(text).MilliValue()``; raises ``QuantityError`` (or ``TypeError`` for a
+    non-string) as :func:`parse_quantity` does."""
+    match = _PLAIN.fullmatch(text) if type(text) is str else None
+    if match is not None:
+        numerator, denominator = _MILLI_PER_UNIT[match.group(2)]
+        value = -(-int(match.group(1)) * numerator // denominator)  # ceil: a positive value
+        if value <= _MAX_INT64:
+            return value
+    return parse_quantity(text).milli_value()
+
+
+def milli_value_or_none(text: object) -> int | None:
+    """:func:`milli_value`, or ``None`` when ``text`` is not a quantity string."""
+    match = _PLAIN.fullmatch(text) if type(text) is str else None
+    if match is not None:
+        numerator, denominator = _MILLI_PER_UNIT[match.group(2)]
+        value = -(-int(match.group(1)) * numerator // denominator)
+        if value <= _MAX_INT64:
+            return value
+    if type(text) is not str:
+        return None
+    try:
+        return parse_quantity(text).milli_value()
+    except ValueError:
+        return None
+
+
+def is_quantity(text: object) -> bool:
+    """Whether ``text`` is a string ``ParseQuantity`` accepts."""
+    if type(text) is not str:
+        return False
+    if _PLAIN.fullmatch(text) is not None:
+        return True
+    try:
+        parse_quantity(text)
+    except ValueError:
+        return False
+    return True
+
+
+def milli_text(value_milli: int) -> str:
+    """``str(Quantity.from_milli(value_milli))`` (DecimalSI, canonical) with integer operations:
+    upstream's ``int64Amount.AsCanonicalBytes`` (trailing zeros of the mantissa moved into the
+    exponent, the exponent lowered to a multiple of 3) and its SI suffix. The adapter writes
+    one per object per request; ``Quantity`` takes the ``Decimal`` route. Property-tested
+    against ``Quantity`` over the whole int64 range."""
+    if value_milli == 0:
+        return "0"
+    amount = value_milli
+    exponent = -3
+    while amount % 10 == 0:
+        amount //= 10
+        exponent += 1
+    # Python's % is never negative: 1 means Go's 1 or -2, 2 means Go's 2 or -1
+    shift = exponent % 3
+    if shift:
+        amount *= 10**shift
+        exponent -= shift
+    return f"{amount}{_DECIMAL_SUFFIX_BY_EXPONENT[exponent]}"

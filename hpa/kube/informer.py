@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
+from hpa.core.selector import Selector
 from hpa.kube.client import (
     ApiError,
     ApiStatus,
@@ -40,7 +41,6 @@ from hpa.kube.client import (
 )
 from hpa.kube.clock import Clock
 from hpa.kube.records import Record, object_key
-from hpa.kube.selector import Selector
 
 log = structlog.get_logger("hpa.kube.informer")
 

@@ -26,8 +26,8 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import orjson
 
+from hpa.core.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
 from hpa.kube.clock import parse_time
-from hpa.kube.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
 
 JsonObject = dict[str, Any]
 T = TypeVar("T")

@@ -41,11 +41,10 @@ from pydantic import ValidationError
 
 from hpa.api.metrics import MetricValueListV1Beta1, MetricValueListV1Beta2
 from hpa.core.decision import MetricFetchError, ObjectMetricObservation, PodMetricsObservation
-from hpa.core.quantity import QuantityError
+from hpa.core.quantity import QuantityError, milli_value
 from hpa.core.replicas import PodMetric
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.metrics.transport import JsonGetter, error_code, error_text
-from hpa.metrics.values import milli_value
 
 __all__ = [
     "CUSTOM_METRICS_GROUP",

@@ -16,9 +16,8 @@ from pydantic import ValidationError
 
 from hpa.api.metrics import ExternalMetricValueList
 from hpa.core.decision import ExternalMetricObservation, MetricFetchError
-from hpa.core.quantity import QuantityError
+from hpa.core.quantity import QuantityError, milli_value
 from hpa.metrics.transport import JsonGetter, error_text
-from hpa.metrics.values import milli_value
 
 __all__ = ["EXTERNAL_METRICS_PREFIX", "ExternalMetricsClient"]
 

@@ -17,9 +17,9 @@ Shaping, exactly as upstream:
   window (``PodMetrics.window``, a Go duration).
 
 Performance: a response is shaped straight from the decoded JSON (:func:`shape_raw_pod_metrics`,
-one exact quantity read per value, :mod:`hpa.metrics.values`); only an answer that is not of the
-plain shape (a mistyped or missing field, something that does not parse, a named container
-absent from a pod) goes through the validating pydantic models, which word the error.
+one exact quantity read per value, :func:`hpa.core.quantity.milli_value`); only an answer that
+is not of the plain shape (a mistyped or missing field, something that does not parse, a named
+container absent from a pod) goes through the validating pydantic models, which word the error.
 
 Deliberate deviations: errors are returned as values (:class:`~hpa.core.decision.MetricFetchError`)
 instead of Go's ``error`` results, and a response that does not parse is reported as an error of
@@ -39,11 +39,10 @@ from pydantic import ValidationError
 from hpa.api.metrics import PodMetrics, PodMetricsList
 from hpa.api.types import parse_time
 from hpa.core.decision import MetricFetchError, PodMetricsObservation
-from hpa.core.quantity import QuantityError
+from hpa.core.duration import DurationError, parse_duration_seconds
+from hpa.core.quantity import QuantityError, milli_value, milli_value_or_none
 from hpa.core.replicas import PodMetric
-from hpa.metrics.duration import DurationError
 from hpa.metrics.transport import JsonGetter, error_text
-from hpa.metrics.values import milli_value, milli_value_or_none, window_seconds
 
 __all__ = [
     "RESOURCE_METRICS_PREFIX",
@@ -57,6 +56,11 @@ RESOURCE_METRICS_PREFIX = "/apis/metrics.k8s.io/v1beta1"
 
 class _ShapeError(Exception):
     pass
+
+
+def window_seconds(text: str) -> float:
+    """``PodMetrics.window`` (``time.ParseDuration``) in seconds; an absent window is 0."""
+    return parse_duration_seconds(text) if text else 0.0
 
 
 def _window_seconds(item: PodMetrics) -> float:

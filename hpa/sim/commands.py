@@ -21,8 +21,8 @@ from pathlib import Path
 import structlog
 
 from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.core.duration import format_duration
 from hpa.core.quantity import QuantityError, parse_quantity
-from hpa.metrics.duration import format_duration
 from hpa.sim.demo import run_demo
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.history import parse_time_seconds, prometheus_trace

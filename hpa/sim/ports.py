@@ -39,8 +39,8 @@ from hpa.core.decision import (
     PodMetricsObservation,
 )
 from hpa.core.replicas import RESOURCE_CPU
+from hpa.core.selector import Selector
 from hpa.core.spec import CrossVersionObjectReference
-from hpa.kube.selector import Selector
 from hpa.sim.workload import Deployment, moment
 
 __all__ = [

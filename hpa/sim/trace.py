@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hpa.metrics.duration import DurationError, parse_duration_seconds
+from hpa.core.duration import DurationError, parse_duration_seconds
 
 __all__ = [
     "SHAPES",

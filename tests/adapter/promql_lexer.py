@@ -3,8 +3,8 @@
 It knows just enough PromQL for the rule templates under test: identifiers (metric, label,
 function and keyword names), numbers and durations, single/double-quoted strings (decoded with
 Go's ``strconv.Unquote`` rules, which Prometheus applies), operators and punctuation. Anything
-else (a comment ``#``, a backtick, a raw control character inside a string, an unknown escape, an
-unterminated string) is an error: a correctly escaped query never contains one.
+else (a comment ``#``, a backtick, a raw control character or a raw U+FFFD inside a string, an
+unknown escape, an unterminated string) is an error: a correctly escaped query never contains one.
 
 ``literal_alternation`` parses a regex that must be nothing but escaped literals joined by ``|``.
 """
@@ -49,6 +49,8 @@ def _decode_string(text: str, start: int) -> tuple[str, int]:
             return "".join(out), pos + 1
         if ord(char) < 0x20 or ord(char) == 0x7F:
             raise LexError(f"raw control character {char!r} inside a string at {pos}")
+        if char == "\ufffd":  # Prometheus's lexString: utf8.RuneError is "invalid UTF-8 rune"
+            raise LexError(f"invalid UTF-8 rune inside a string at {pos}")
         if char != "\\":
             out.append(char)
             pos += 1

@@ -26,7 +26,7 @@ from adapter.server.settings import Settings as AdapterSettings
 from hpa.app.controller import ControllerAppSettings
 from hpa.cli import build_parser
 from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.metrics.duration import format_duration
+from hpa.core.duration import format_duration
 from tests.delivery.chart import REPO
 
 CONFIGURATION_DOC = REPO / "docs" / "configuration.md"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from hpa.core.conditions import Event
+from hpa.core.selector import parse_selector
 from hpa.kube.client import ClientSettings, KubeClient, load_client
 from hpa.kube.clock import SystemClock
 from hpa.kube.events import EventRecorder, HpaEventReason, hpa_reference
@@ -23,7 +24,6 @@ from hpa.kube.informer import EventHandler, Informer
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
 from hpa.kube.records import HpaRecord, PodRecord, ScaleTargetRef, parse_hpa, parse_pod
 from hpa.kube.scale import ResourceMapper, ScaleClient, ScaleConflict, ScaleUpdated
-from hpa.kube.selector import parse_selector
 from hpa.kube.status import StatusWriteOutcome, StatusWriter
 from tests.lab.lab import Lab
 

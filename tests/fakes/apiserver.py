@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from hpa.kube.selector import parse_selector
+from hpa.core.selector import parse_selector
 
 JsonObject = dict[str, Any]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from hpa.controllers.ports import ListedPod
 from hpa.core.replicas import PodInfo
-from hpa.kube.selector import Selector
+from hpa.core.selector import Selector
 
 
 class FakePodLister:

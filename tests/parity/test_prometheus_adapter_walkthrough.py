@@ -30,7 +30,7 @@ from adapter.rules import (
     StaticRESTMapper,
     load_rules,
     namers_from_config,
-    parse_selector,
+    parse_metric_selector,
 )
 from adapter.rules.mapper import BUILTIN_KINDS
 from adapter.rules.naming import Series
@@ -162,7 +162,7 @@ def test_sample_config_external_rules() -> None:
     )
     assert registry.list_all_metrics() == ["queue_consumer_lag", "queue_depth"]
     # docs/externalmetrics.md: matchLabels {namespace: queue, name: my-sample-queue}
-    selector = parse_selector("name=my-sample-queue,namespace=queue")
+    selector = parse_metric_selector("name=my-sample-queue,namespace=queue")
     assert registry.query_for_metric(
         "queue_depth", namespace="default", metric_selector=selector
     ) == ('sum(queue_depth{name="my-sample-queue",namespace="queue"}) by (name)')

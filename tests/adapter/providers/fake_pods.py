@@ -1,6 +1,6 @@
 """A data-driven ``PodLister`` for provider tests: pods by namespace with labels, calls recorded.
 
-Matching uses ``hpa.kube.selector`` (the same selector semantics the real watch-cache lister over
+Matching uses ``hpa.core.selector`` (the same selector semantics the real watch-cache lister over
 ``hpa.kube``'s informer will use).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hpa.kube.selector import parse_selector
+from hpa.core.selector import parse_selector
 
 
 class FakePodLister:

@@ -16,7 +16,7 @@ from adapter.providers import (
     label_selector_json,
     parse_group_resource,
 )
-from adapter.rules import NAMESPACES, PODS, CustomMetricInfo, GroupResource, parse_selector
+from adapter.rules import NAMESPACES, PODS, CustomMetricInfo, GroupResource, parse_metric_selector
 
 
 def test_path_forms() -> None:
@@ -63,7 +63,7 @@ def test_builtin_kinds() -> None:
 
 
 def test_label_selector_json() -> None:
-    requirements = parse_selector("method=GET,code in (200,201),!canary,tier,zone!=a")
+    requirements = parse_metric_selector("method=GET,code in (200,201),!canary,tier,zone!=a")
     assert label_selector_json(requirements) == {
         "matchLabels": {"method": "GET"},
         "matchExpressions": [

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapter.providers import MetricPolicy, ValueSettings
-from adapter.providers.values import INT64_MAX, milli_from_text, milli_text, window_from_query
-from hpa.core.quantity import Quantity
+from adapter.providers.values import INT64_MAX, milli_from_text, window_from_query
 
 
 @pytest.mark.parametrize(
@@ -109,44 +108,3 @@ def test_plain_decimals_round_as_the_decimal_rule_does(text: str) -> None:
 @pytest.mark.parametrize("text", ["6E5590883", "1e400", "-1E+999999999"])
 def test_huge_exponents_are_out_of_range_not_an_overflow(text: str) -> None:
     assert milli_from_text(text) is None
-
-
-@pytest.mark.parametrize(
-    ("milli", "text"),
-    [
-        (0, "0"),
-        (1, "1m"),
-        (850, "850m"),
-        (1000, "1"),
-        (1500, "1500m"),
-        (10_000, "10"),
-        (1_000_000, "1k"),
-        (1_200_000, "1200"),
-        (-2500, "-2500m"),
-        (-3_000_000, "-3k"),
-        (INT64_MAX, "9223372036854775807m"),
-        (-INT64_MAX - 1, "-9223372036854775808m"),
-        (10**18, "1P"),
-    ],
-)
-def test_milli_text_is_the_canonical_quantity(milli: int, text: str) -> None:
-    assert milli_text(milli) == text == str(Quantity.from_milli(milli))
-
-
-@settings(max_examples=3000, deadline=None)
-@given(
-    st.one_of(
-        st.integers(min_value=-INT64_MAX - 1, max_value=INT64_MAX),
-        st.builds(
-            lambda digits, zeros, negative: (-1 if negative else 1) * digits * 10**zeros,
-            st.integers(min_value=1, max_value=999),
-            st.integers(min_value=0, max_value=15),
-            st.booleans(),
-        ),
-    )
-)
-def test_milli_text_matches_quantity_formatting(milli: int) -> None:
-    """The integer formatter the server writes values with agrees with ``Quantity`` (the
-    ``Decimal`` port of ``CanonicalizeBytes``) everywhere, trailing zeros and suffixes
-    included."""
-    assert milli_text(milli) == str(Quantity.from_milli(milli))

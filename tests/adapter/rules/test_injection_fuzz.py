@@ -45,7 +45,7 @@ from adapter.rules import (
     TooManyValuesError,
     load_rules,
     namers_from_config,
-    parse_selector,
+    parse_metric_selector,
 )
 from adapter.rules.naming import Series
 from tests.adapter.default_config import SHARED_DATA
@@ -553,7 +553,7 @@ def run_fuzz(request: tuple[str, str, list[str], str | list[Requirement]]) -> No
         return
     if isinstance(raw_selector, str):
         try:
-            selector = list(parse_selector(raw_selector))
+            selector = list(parse_metric_selector(raw_selector))
         except BadQueryError:
             STATS["selector refused by grammar or limits"] += 1
             return
@@ -597,14 +597,14 @@ def test_selector_over_4_kib_is_refused_before_parsing() -> None:
         "app in (" + ",".join(f"v{i}" for i in range(50)) + ")," + "a=" + "x" * MAX_SELECTOR_BYTES
     )
     with pytest.raises(SelectorTooLargeError, match="4096"):
-        parse_selector(selector)
+        parse_metric_selector(selector)
 
 
 def test_set_over_100_values_is_refused() -> None:
     selector = "app in (" + ",".join(f"v{i}" for i in range(MAX_SET_VALUES + 1)) + ")"
     with pytest.raises(TooManyValuesError):
-        parse_selector(selector)
-    assert len(parse_selector(selector.replace(",v100", ""))[0].values) == MAX_SET_VALUES
+        parse_metric_selector(selector)
+    assert len(parse_metric_selector(selector.replace(",v100", ""))[0].values) == MAX_SET_VALUES
 
 
 def test_a_hostile_name_stays_inside_its_string_literal() -> None:

@@ -16,7 +16,7 @@ from adapter.rules import (
     StaticRESTMapper,
     load_rules,
     namers_from_config,
-    parse_selector,
+    parse_metric_selector,
 )
 from adapter.rules.naming import MetricNamer, Series
 
@@ -80,7 +80,7 @@ def test_names_and_selector_values_are_escaped() -> None:
         GroupResource("apps", "deployments"),
         namespace='sh"op',
         names=["web.1", 'a"}|b'],
-        metric_selector=parse_selector("tier in (a.b,c)"),
+        metric_selector=parse_metric_selector("tier in (a.b,c)"),
     )
     assert query == (
         'sum(rate(http_requests_total{tier=~"a\\\\.b|c",ns="sh\\"op",'
@@ -95,7 +95,7 @@ def test_the_namespace_cannot_be_overridden_by_the_selector() -> None:
             PODS,
             namespace="shop",
             names=["a"],
-            metric_selector=parse_selector("ns=kube-system"),
+            metric_selector=parse_metric_selector("ns=kube-system"),
         )
 
 
@@ -119,7 +119,7 @@ def test_selector_keys_must_be_prometheus_labels() -> None:
             PODS,
             namespace="shop",
             names=["a"],
-            metric_selector=parse_selector("app.kubernetes.io/name=web"),
+            metric_selector=parse_metric_selector("app.kubernetes.io/name=web"),
         )
 
 
@@ -158,7 +158,7 @@ def test_external_namespacing() -> None:
     free = namer(
         "  resources: {namespaced: false}\n  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'\n"
     )
-    selector = parse_selector("namespace=other")
+    selector = parse_metric_selector("namespace=other")
     assert free.query_for_external_series("q", namespace="a", metric_selector=selector) == (
         'sum(q{namespace="other"})'
     )

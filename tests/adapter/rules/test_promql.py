@@ -32,6 +32,7 @@ from tests.adapter.promql_lexer import STRING, literal_alternation, tokenize
         ("é中😀", '"é中😀"'),  # printable Unicode stays literal, as strconv.Quote
         ("\u2028\ufeff\u0085", '"\\u2028\\ufeff\\u0085"'),  # separators and format chars escaped
         ("\U000e0001", '"\\U000e0001"'),
+        ("a\ufffdb", '"a\\ufffdb"'),  # escaped (a raw U+FFFD fails Prometheus's lexer)
         ("", '""'),
     ],
 )

@@ -19,7 +19,7 @@ from adapter.rules import (
     StaticRESTMapper,
     load_rules,
     namers_from_config,
-    parse_selector,
+    parse_metric_selector,
 )
 from adapter.rules.mapper import BUILTIN_KINDS, PODS
 from adapter.rules.promql import go_quote
@@ -76,7 +76,7 @@ def test_hostile_names_select_exactly_their_series(tmp_path: Path) -> None:
                 ],
             }
         )
-    selector = parse_selector("tier notin (a.b)")
+    selector = parse_metric_selector("tier notin (a.b)")
     query = namer.query_for_series(
         "app_load", PODS, namespace="other", names=["a.b"], metric_selector=selector
     )
@@ -129,7 +129,7 @@ def test_every_shipped_rule_renders_a_query_prometheus_accepts(tmp_path: Path) -
             )
     # (the sample's first external rule has no namespace label and cannot render at all)
     external = namers_from_config(sample.external_rules, mapper, kind="externalRules")[1]
-    selector = parse_selector("topic in (a.b,c)")
+    selector = parse_metric_selector("topic in (a.b,c)")
     queries.append(
         external.query_for_external_series("queue_depth", namespace="x", metric_selector=selector)
     )

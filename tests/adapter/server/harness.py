@@ -21,7 +21,7 @@ from adapter.providers import (
     PodUsage,
     ProviderError,
 )
-from adapter.rules import CustomMetricInfo, parse_selector
+from adapter.rules import CustomMetricInfo, parse_metric_selector
 from adapter.server.app import Server, build_app
 from adapter.server.authn import Credentials, UserInfo
 from adapter.server.authz import AuthorizationError, Decision
@@ -29,7 +29,7 @@ from adapter.server.ports import ObjectMeta
 from adapter.server.requestinfo import RequestAttributes
 from adapter.server.telemetry import ServerMetrics
 from hpa.core.quantity import Format, Quantity
-from hpa.kube.selector import parse_selector as parse_kube_selector
+from hpa.core.selector import parse_selector as parse_kube_selector
 from tests.fakes.clock import FakeClock
 
 STAMP = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
@@ -46,7 +46,7 @@ def value(
     window_seconds: int | None = 60,
     metric_selector: str = "",
 ) -> CustomMetricValue:
-    requirements = parse_selector(metric_selector) or None
+    requirements = parse_metric_selector(metric_selector) or None
     return CustomMetricValue(
         described_object=ObjectReference(
             api_version=api_version, kind=kind, name=name, namespace=namespace

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import io
 import os
@@ -19,7 +18,7 @@ import structlog
 import yaml
 
 from adapter.server.cli import configure_logging, prometheus_connection, serve
-from adapter.server.settings import Settings, parse_go_duration_seconds, settings_from_args
+from adapter.server.settings import Settings, settings_from_args
 from hpa.cli import build_parser
 from tests.adapter.providers.scenario import (
     EVAL_SECONDS,
@@ -115,15 +114,34 @@ def test_main_exits_2_on_invalid_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("10m", 600.0), ("1h30m", 5400.0), ("500ms", 0.5), ("0", 0.0)]
+    "flag",
+    [
+        "--prometheus-header=X-Scope-OrgID=tenant-a\r\nX-Injected: 1",
+        "--prometheus-header=X-Scope-OrgID=tenant-a\nX-Injected: 1",
+        "--prometheus-header=X-Scope-OrgID=tenant\x00a",
+        "--prometheus-header=X Scope=tenant-a",
+    ],
 )
-def test_go_durations(text: str, seconds: float) -> None:
-    assert parse_go_duration_seconds(text) == seconds
+def test_prometheus_header_with_cr_lf_or_a_bad_name_is_refused_at_start_up(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["adapter", "--config=/etc/adapter/config.yaml", flag])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --prometheus-header: " in error
+    assert "Traceback" not in error
 
 
-def test_go_duration_errors() -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_go_duration_seconds("10 minutes")
+def test_duration_flags_fail_with_go_s_message_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["adapter", "--metrics-relist-interval=10 minutes"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(
+        'argument --metrics-relist-interval: time: unknown unit " minutes" in duration "10 minutes"'
+    )
 
 
 def test_prometheus_auth_config_is_a_kubeconfig(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
 from adapter.server.ports import ObjectMeta
+from hpa.core.selector import SelectorError
 from hpa.kube.informer import Store
 from hpa.kube.records import PodRecord, parse_pod
-from hpa.kube.selector import SelectorError
 
 
 def _pod(namespace: str, name: str, *, labels: dict[str, str]) -> PodRecord:

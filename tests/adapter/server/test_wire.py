@@ -8,7 +8,7 @@ import pytest
 
 from adapter.providers import CustomMetricValue
 from adapter.providers.objects import ObjectReference
-from adapter.rules import parse_selector
+from adapter.rules import parse_metric_selector
 from adapter.server.wire import (
     custom_item_v1beta2,
     custom_value_list,
@@ -45,7 +45,7 @@ def test_times_are_utc_rfc3339_seconds() -> None:
 def test_label_selector_forms() -> None:
     assert label_selector(None) is None
     assert label_selector(()) is None
-    assert label_selector(parse_selector("a=1,!b,c,d notin (x)")) == {
+    assert label_selector(parse_metric_selector("a=1,!b,c,d notin (x)")) == {
         "matchLabels": {"a": "1"},
         "matchExpressions": [
             {"key": "b", "operator": "DoesNotExist"},
@@ -58,7 +58,7 @@ def test_label_selector_forms() -> None:
 def test_a_value_list_formats_each_item_with_its_own_time_and_selector() -> None:
     """Items of one list share formatted times and selectors only when they are equal."""
     first = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    selector = parse_selector("method=GET")
+    selector = parse_metric_selector("method=GET")
     values = [
         CustomMetricValue(
             ObjectReference("v1", "Pod", name=name, namespace="ns1"),

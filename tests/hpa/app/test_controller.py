@@ -31,6 +31,7 @@ from hpa.app.controller import (
 )
 from hpa.controllers.ports import ScaleConflict, ScaleUpdated
 from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.core.selector import parse_selector
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube.client import KubeClient, RetryPolicy
 from hpa.kube.informer import Informer, Store
@@ -43,7 +44,6 @@ from hpa.kube.records import (
     parse_workload,
 )
 from hpa.kube.scale import ResourceMapper, ScaleClient
-from hpa.kube.selector import parse_selector
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
 

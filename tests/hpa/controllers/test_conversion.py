@@ -19,6 +19,7 @@ from hpa.controllers.conversion import (
 )
 from hpa.core.conditions import ConditionStatus
 from hpa.core.replicas import PodPhase
+from hpa.core.selector import SelectorError
 from hpa.core.spec import (
     LabelSelector,
     LabelSelectorRequirement,
@@ -27,7 +28,6 @@ from hpa.core.spec import (
     ScalingPolicyType,
 )
 from hpa.kube.records import parse_pod
-from hpa.kube.selector import SelectorError
 
 TESTDATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "k8s-testdata"
 

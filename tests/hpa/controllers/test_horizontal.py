@@ -40,6 +40,7 @@ from hpa.core.conditions import (
 )
 from hpa.core.decision import HorizontalPodAutoscalerStatus, MetricStatus, MetricValueStatus
 from hpa.core.replicas import ContainerInfo, PodCondition, PodInfo
+from hpa.core.selector import parse_selector
 from hpa.core.spec import (
     ContainerResourceMetricSource,
     CrossVersionObjectReference,
@@ -56,7 +57,6 @@ from hpa.core.spec import (
     ResourceMetricSource,
     ScalingRules,
 )
-from hpa.kube.selector import parse_selector
 from tests.fakes.clock import EPOCH, FakeClock
 from tests.fakes.events import FakeEventRecorder
 from tests.fakes.metrics import FakeMetricsClient

@@ -15,7 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpa.core.quantity import Format, Quantity, QuantityError, parse_quantity
+from hpa.core.quantity import (
+    Format,
+    Quantity,
+    QuantityError,
+    is_quantity,
+    milli_text,
+    milli_value,
+    milli_value_or_none,
+    parse_quantity,
+)
 
 MAX_INT64 = 2**63 - 1
 MIN_INT64 = -(2**63)
@@ -535,3 +544,123 @@ def test_canonical_text_matches_the_digit_by_digit_formatter(
     milli = Quantity.from_milli(coefficient, format)
     assert str(milli) == _digit_canonical_text(Decimal(f"{coefficient}e-3"), format)
     assert milli == Quantity.from_scaled(coefficient, -3, format=format)
+
+
+# ------------------------------------------------------ reading straight to milli-units
+
+_INT64_MAX = 2**63 - 1
+_PLAIN_SUFFIXES = [
+    "",
+    "n",
+    "u",
+    "m",
+    "k",
+    "M",
+    "G",
+    "T",
+    "P",
+    "E",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+    "Ei",
+]
+
+
+def _exact(text: str) -> int | None:
+    try:
+        return parse_quantity(text).milli_value()
+    except QuantityError:
+        return None
+
+
+_plain_texts = st.builds(
+    lambda digits, suffix: digits + suffix,
+    st.from_regex(r"[0-9]{1,22}", fullmatch=True),
+    st.sampled_from(_PLAIN_SUFFIXES),
+)
+_other_texts = st.one_of(
+    st.from_regex(
+        r"[+-]?[0-9]{0,4}(\.[0-9]{0,4})?([eE][+-]?[0-9]{1,2})?(m|Ki|k|n)?", fullmatch=True
+    ),
+    st.text(alphabet="0123456789.+-eEmnuKkiMG ", max_size=8),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(_plain_texts, _other_texts))
+def test_milli_value_is_parse_quantity_milli_value(text: str) -> None:
+    expected = _exact(text)
+    assert milli_value_or_none(text) == expected
+    if expected is None:
+        with pytest.raises(QuantityError):
+            milli_value(text)
+        assert not is_quantity(text)
+    else:
+        assert milli_value(text) == expected
+        assert is_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "milli"),
+    [
+        ("123456789n", 124),  # rounded up, as MilliValue does
+        ("1000000n", 1),
+        ("250m", 250),
+        ("1", 1000),
+        ("40Mi", 40 * 1024 * 1024 * 1000),
+        ("99999999999999999999Ti", 2**63 - 1),  # saturates at int64 like upstream
+    ],
+)
+def test_metrics_server_forms(text: str, milli: int) -> None:
+    assert milli_value(text) == milli
+
+
+def test_a_number_is_not_a_quantity_string() -> None:
+    assert not is_quantity(5)
+    assert milli_value_or_none(5) is None
+    with pytest.raises(TypeError):
+        milli_value(5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("milli", "text"),
+    [
+        (0, "0"),
+        (1, "1m"),
+        (850, "850m"),
+        (1000, "1"),
+        (1500, "1500m"),
+        (10_000, "10"),
+        (1_000_000, "1k"),
+        (1_200_000, "1200"),
+        (-2500, "-2500m"),
+        (-3_000_000, "-3k"),
+        (_INT64_MAX, "9223372036854775807m"),
+        (-_INT64_MAX - 1, "-9223372036854775808m"),
+        (10**18, "1P"),
+    ],
+)
+def test_milli_text_is_the_canonical_quantity(milli: int, text: str) -> None:
+    assert milli_text(milli) == text == str(Quantity.from_milli(milli))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        st.integers(min_value=-_INT64_MAX - 1, max_value=_INT64_MAX),
+        st.builds(
+            lambda digits, zeros, negative: (-1 if negative else 1) * digits * 10**zeros,
+            st.integers(min_value=1, max_value=999),
+            st.integers(min_value=0, max_value=15),
+            st.booleans(),
+        ),
+    )
+)
+def test_milli_text_matches_quantity_formatting(milli: int) -> None:
+    """The integer formatter the server writes values with agrees with ``Quantity`` (the
+    ``Decimal`` port of ``CanonicalizeBytes``) everywhere, trailing zeros and suffixes
+    included."""
+    assert milli_text(milli) == str(Quantity.from_milli(milli))

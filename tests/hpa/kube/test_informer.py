@@ -11,10 +11,10 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from hpa.core.selector import parse_selector
 from hpa.kube.client import GoneError, KubeClient
 from hpa.kube.informer import EventHandler, Informer, InformerSettings, Store
 from hpa.kube.records import HpaRecord, PodRecord, parse_hpa, parse_pod
-from hpa.kube.selector import parse_selector
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.clock import FakeClock
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 
+from hpa.core.selector import NOTHING
 from hpa.kube.records import (
     Interner,
     object_key,
@@ -13,7 +14,6 @@ from hpa.kube.records import (
     parse_workload,
     split_key,
 )
-from hpa.kube.selector import NOTHING
 
 POD = {
     "metadata": {

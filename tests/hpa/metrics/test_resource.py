@@ -6,13 +6,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import hypothesis
+import pytest
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from hpa.api.metrics import PodMetricsList
 from hpa.core.decision import MetricFetchError, PodMetricsObservation
+from hpa.core.duration import DurationError
 from hpa.kube.client import ApiStatus, ForbiddenError
-from hpa.metrics.resource import ResourceMetricsClient, shape_pod_metrics
+from hpa.metrics.resource import ResourceMetricsClient, shape_pod_metrics, window_seconds
 from tests.fakes.metrics import FakeJsonGetter
 
 PATH = "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods"
@@ -217,3 +219,12 @@ async def test_raw_shaping_answers_what_the_validating_path_answers(
         resource, "shop", selector="", container=container
     )
     assert result == validating_reference(document, resource, container)
+
+
+def test_windows_parse_and_errors_stay_errors() -> None:
+    assert window_seconds("") == 0.0
+    assert window_seconds("30s") == 30.0
+    assert window_seconds("1m0.5s") == 60.5
+    assert window_seconds("30s") == 30.0
+    with pytest.raises(DurationError, match="invalid duration"):
+        window_seconds("soon")

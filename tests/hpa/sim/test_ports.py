@@ -5,7 +5,7 @@ from __future__ import annotations
 from hpa.core.conditions import ConditionStatus
 from hpa.core.decision import ExternalMetricObservation, MetricFetchError
 from hpa.core.replicas import PodPhase
-from hpa.kube.selector import parse_selector
+from hpa.core.selector import parse_selector
 from hpa.sim.ports import ReplayedMetricsClient, SimPodLister, VirtualClock
 from hpa.sim.trace import points_trace
 from hpa.sim.workload import Deployment, MetricPipeline, WorkloadModel, moment

@@ -4,12 +4,20 @@ Upstream counterpart: Go's ``time.ParseDuration``, which parses the ``window`` o
 metrics ``PodMetrics`` (``metav1.Duration``: ``"30s"``, ``"1m0.5s"``) and every duration flag of
 kube-controller-manager (``--horizontal-pod-autoscaler-sync-period=15s``).
 
+This is the one Go duration parser of both packages: the controller's and the adapter's duration
+flags, ``PodMetrics.window`` and the simulator's trace durations all read through it. (The
+adapter's rule file also has Prometheus durations, ``model.ParseDuration``: ``5m``, ``1d``, ``1y``,
+a different grammar, in ``adapter/rules/config.py``.)
+
 Deliberate deviations: the result is a float number of seconds, not integer nanoseconds; values
-are not limited to the int64 nanosecond range.
+are not limited to the int64 nanosecond range. ``DurationError`` is also an
+``argparse.ArgumentTypeError``, so the parser serves directly as a flag's ``type`` and a bad flag
+value is reported with Go's message.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -28,7 +36,7 @@ _UNIT_SECONDS: dict[str, Decimal] = {
 _NUMBER = re.compile(r"\d+\.?\d*|\.\d+")
 
 
-class DurationError(ValueError):
+class DurationError(ValueError, argparse.ArgumentTypeError):
     """Not a Go duration; the message is Go's (``time: invalid duration "x"``)."""
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from hpa.metrics.duration import DurationError, format_duration, parse_duration_seconds
+from hpa.core.duration import DurationError, format_duration, parse_duration_seconds
 
 
 @pytest.mark.parametrize(
@@ -50,3 +52,10 @@ def test_bad_durations_fail_with_go_s_message(text: str, message: str) -> None:
 def test_durations_print_like_go(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
     assert parse_duration_seconds(text) == seconds
+
+
+def test_a_duration_error_is_an_argparse_type_error_so_flags_print_go_s_message() -> None:
+    with pytest.raises(
+        argparse.ArgumentTypeError, match='unknown unit " minutes" in duration "10 minutes"'
+    ):
+        parse_duration_seconds("10 minutes")

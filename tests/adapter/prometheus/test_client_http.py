@@ -1,8 +1,7 @@
-"""The Prometheus client's HTTP/1.1 transport against real TCP servers that answer with scripted
-bytes: framing (Content-Length, chunked, until close, interim 1xx), keep-alive reuse, the retry
-when a server drops an idle connection, cancellation, malformed answers; and, through
-``PrometheusClient``, what the transport leaves to it (Content-Encoding, redirects, URL
-credentials, POST bodies).
+"""``PrometheusClient`` over HTTP against real TCP servers that answer with scripted bytes:
+framing (Content-Length, chunked, until close, interim 1xx), keep-alive reuse, the retry when a
+server drops an idle connection, cancellation, malformed answers, Content-Encoding, redirects,
+URL credentials, extra headers, the User-Agent and POST bodies.
 
 Upstream counterpart: Go's ``net/http`` transport behaviour that prometheus-adapter relies on.
 """
@@ -14,6 +13,7 @@ import base64
 import gzip
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 import orjson
@@ -26,7 +26,7 @@ from adapter.prometheus import (
     PrometheusHTTPError,
     PrometheusResponseError,
 )
-from adapter.prometheus.transport import HttpTransport, HttpTransportError, Origin
+from adapter.prometheus.client import USER_AGENT, BaseURL
 
 CLOSE = b""
 """A scripted answer that closes the connection without answering."""
@@ -123,17 +123,19 @@ async def server() -> AsyncIterator[ScriptedServer]:
     await scripted.stop()
 
 
-def transport_to(server: ScriptedServer, *, idle_timeout_seconds: float = 15.0) -> HttpTransport:
-    return HttpTransport(Origin.parse(server.url), idle_timeout_seconds=idle_timeout_seconds)
-
-
-def get(path: str = "/") -> bytes:
-    return f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
-
-
 def ok(body: bytes, *headers: str) -> bytes:
     head = "".join(f"{line}\r\n" for line in headers)
     return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{head}\r\n".encode() + body
+
+
+def vector(value: str) -> bytes:
+    """An instant-query answer with one sample of ``value``."""
+    return orjson.dumps(
+        {
+            "status": "success",
+            "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1.5, value]}]},
+        }
+    )
 
 
 def chunked(*chunks: bytes) -> list[bytes]:
@@ -142,240 +144,9 @@ def chunked(*chunks: bytes) -> list[bytes]:
     return [*pieces, b"0\r\n\r\n"]
 
 
-# ---------------------------------------------------------------- framing and keep-alive
+async def value_of(client: PrometheusClient, query: str = "up") -> str:
+    return (await client.query(query)).samples[0].value_text
 
-
-async def test_answers_framed_by_length_and_chunks_share_one_connection(
-    server: ScriptedServer,
-) -> None:
-    server.answers = [
-        ok(b'{"a": 1}'),
-        chunked(b'{"b":', b" 2}"),
-        [b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", b"cde"],  # body in two pieces
-    ]
-    transport = transport_to(server)
-    try:
-        answers = [await transport.request(get(f"/{index}")) for index in range(3)]
-    finally:
-        await transport.close()
-    assert [answer.body for answer in answers] == [b'{"a": 1}', b'{"b": 2}', b"abcde"]
-    assert {answer.status for answer in answers} == {200}
-    assert server.connections == 1
-    assert [request.request_line for request in server.requests] == [
-        "GET /0 HTTP/1.1",
-        "GET /1 HTTP/1.1",
-        "GET /2 HTTP/1.1",
-    ]
-
-
-async def test_chunk_extensions_and_trailers(server: ScriptedServer) -> None:
-    server.answers = [
-        [
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-            b"4;name=value\r\nwiki\r\n5\r\npedia\r\n",
-            b"0\r\nExpires: never\r\n\r\n",
-        ],
-        ok(b"next"),
-    ]
-    transport = transport_to(server)
-    try:
-        first = await transport.request(get())
-        second = await transport.request(get())
-    finally:
-        await transport.close()
-    assert (first.body, second.body) == (b"wikipedia", b"next")
-    assert server.connections == 1
-
-
-async def test_an_answer_without_length_ends_with_the_connection(server: ScriptedServer) -> None:
-    server.answers = [[b"HTTP/1.1 200 OK\r\n\r\nuntil ", b"the end", CLOSE], ok(b"again")]
-    transport = transport_to(server)
-    try:
-        first = await transport.request(get())
-        second = await transport.request(get())
-    finally:
-        await transport.close()
-    assert (first.body, second.body) == (b"until the end", b"again")
-    assert server.connections == 2
-
-
-async def test_connection_close_header_is_honoured(server: ScriptedServer) -> None:
-    server.answers = [ok(b"one", "Connection: close"), ok(b"two")]
-    transport = transport_to(server)
-    try:
-        await transport.request(get())
-        await transport.request(get())
-    finally:
-        await transport.close()
-    assert server.connections == 2
-
-
-async def test_interim_answers_are_skipped(server: ScriptedServer) -> None:
-    server.answers = [
-        [
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n",
-            ok(b"final", "X-Answer: yes"),
-        ]
-    ]
-    transport = transport_to(server)
-    try:
-        answer = await transport.request(get())
-    finally:
-        await transport.close()
-    assert (answer.status, answer.body, answer.headers["x-answer"]) == (200, b"final", "yes")
-
-
-async def test_statuses_and_headers_are_returned(server: ScriptedServer) -> None:
-    server.answers = [
-        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nContent-TYPE: text/plain\r\n"
-        b"\r\nbusy",
-        b"HTTP/1.1 204 No Content\r\n\r\n",
-        ok(b"after"),
-    ]
-    transport = transport_to(server)
-    try:
-        unavailable = await transport.request(get())
-        empty = await transport.request(get())
-        after = await transport.request(get())
-    finally:
-        await transport.close()
-    assert (unavailable.status, unavailable.body) == (503, b"busy")
-    assert unavailable.headers["content-type"] == "text/plain"
-    assert (empty.status, empty.body) == (204, b"")
-    assert after.body == b"after"
-    assert server.connections == 1
-
-
-async def test_idle_connections_past_the_idle_timeout_are_not_reused(
-    server: ScriptedServer,
-) -> None:
-    server.answers = [ok(b"1"), ok(b"2")]
-    transport = transport_to(server, idle_timeout_seconds=0.0)
-    try:
-        await transport.request(get())
-        await transport.request(get())
-    finally:
-        await transport.close()
-    assert server.connections == 2
-
-
-# ---------------------------------------------------------------- failures
-
-
-async def test_a_dropped_idle_connection_is_retried_once_on_a_new_one(
-    server: ScriptedServer,
-) -> None:
-    # The server answers, then closes the kept-alive connection as the next request arrives
-    # (the keep-alive race): the request goes again on a new connection.
-    server.answers = [ok(b"first"), CLOSE, ok(b"second")]
-    transport = transport_to(server)
-    try:
-        await transport.request(get("/1"))
-        answer = await transport.request(get("/2"))
-    finally:
-        await transport.close()
-    assert answer.body == b"second"
-    assert server.connections == 2
-    assert [(r.request_line, r.connection) for r in server.requests] == [
-        ("GET /1 HTTP/1.1", 1),
-        ("GET /2 HTTP/1.1", 1),
-        ("GET /2 HTTP/1.1", 2),
-    ]
-
-
-async def test_a_new_connection_closed_without_an_answer_fails(server: ScriptedServer) -> None:
-    server.answers = [CLOSE]
-    transport = transport_to(server)
-    try:
-        with pytest.raises(HttpTransportError, match="closed before an answer"):
-            await transport.request(get())
-    finally:
-        await transport.close()
-    assert len(server.requests) == 1  # not retried: the server saw the request fail
-
-
-async def test_a_truncated_answer_fails(server: ScriptedServer) -> None:
-    server.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", CLOSE]]
-    transport = transport_to(server)
-    try:
-        with pytest.raises(HttpTransportError, match="middle of an answer"):
-            await transport.request(get())
-    finally:
-        await transport.close()
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        (b"SSH-2.0-OpenSSH_9.2\r\n\r\n", "not an HTTP/1.x answer"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", "bad Content-Length"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd", "not followed by"),
-    ],
-)
-async def test_malformed_answers_fail_clearly(
-    server: ScriptedServer, answer: bytes, message: str
-) -> None:
-    server.answers = [[answer], ok(b"fine")]
-    transport = transport_to(server)
-    try:
-        with pytest.raises(HttpTransportError, match=message):
-            await transport.request(get())
-        assert (await transport.request(get())).body == b"fine"  # on a new connection
-    finally:
-        await transport.close()
-    assert server.connections == 2
-
-
-async def test_connection_refused_fails() -> None:
-    scripted = ScriptedServer()
-    await scripted.start()
-    await scripted.stop()
-    transport = transport_to(scripted)
-    try:
-        with pytest.raises(HttpTransportError):
-            await transport.request(get())
-    finally:
-        await transport.close()
-
-
-async def test_cancelling_the_caller_aborts_the_connection(server: ScriptedServer) -> None:
-    server.answers = [HANG, ok(b"later")]
-    transport = transport_to(server)
-    try:
-        task = asyncio.create_task(transport.request(get()))
-        await server.request_seen.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await server.client_hung_up.wait()
-        assert (await transport.request(get())).body == b"later"
-    finally:
-        await transport.close()
-    assert server.connections == 2
-
-
-def test_origins() -> None:
-    assert Origin.parse("https://prometheus.monitoring.svc:9090/prefix/") == Origin(
-        "https",
-        "prometheus.monitoring.svc",
-        9090,
-        "/prefix",
-        "prometheus.monitoring.svc:9090",
-        None,
-        None,
-    )
-    ipv6 = Origin.parse("http://u:p%40ss@[::1]/")
-    assert (ipv6.host, ipv6.port, ipv6.host_header) == ("::1", 80, "[::1]")
-    assert (ipv6.username, ipv6.password) == ("u", "p%40ss")
-    assert ipv6.display() == "http://[::1]:80"
-    for bad in ("ftp://x", "http://", "http://x/?q=1", "http://x:99999"):
-        with pytest.raises(ValueError):  # noqa: PT011 - each has its own message
-            Origin.parse(bad)
-
-
-# ---------------------------------------------------------------- through the client
 
 VECTOR = orjson.dumps(
     {
@@ -389,6 +160,204 @@ def client_for(url: str, **options: object) -> PrometheusClient:
     return PrometheusClient(PrometheusConnection(url, timeout_seconds=5.0, **options))  # type: ignore[arg-type]
 
 
+# ---------------------------------------------------------------- framing and keep-alive
+
+
+async def test_answers_framed_by_length_and_chunks_share_one_connection(
+    server: ScriptedServer,
+) -> None:
+    body = vector("3")
+    server.answers = [
+        ok(vector("1")),
+        chunked(vector("2")[:10], vector("2")[10:]),
+        [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body[:7]), body[7:]],
+    ]
+    async with client_for(server.url) as client:
+        values = [await value_of(client, f"q{index}") for index in range(3)]
+    assert values == ["1", "2", "3"]
+    assert server.connections == 1
+    assert [request.request_line.split("&")[0] for request in server.requests] == [
+        "GET /api/v1/query?query=q0",
+        "GET /api/v1/query?query=q1",
+        "GET /api/v1/query?query=q2",
+    ]
+
+
+async def test_chunk_extensions_and_trailers(server: ScriptedServer) -> None:
+    body = vector("4")
+    server.answers = [
+        [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"%x;name=value\r\n%s\r\n" % (len(body), body),
+            b"0\r\nExpires: never\r\n\r\n",
+        ],
+        ok(vector("5")),
+    ]
+    async with client_for(server.url) as client:
+        values = [await value_of(client), await value_of(client)]
+    assert values == ["4", "5"]
+    assert server.connections == 1
+
+
+async def test_an_answer_without_length_ends_with_the_connection(server: ScriptedServer) -> None:
+    body = vector("6")
+    server.answers = [[b"HTTP/1.1 200 OK\r\n\r\n" + body[:5], body[5:], CLOSE], ok(vector("7"))]
+    async with client_for(server.url) as client:
+        values = [await value_of(client), await value_of(client)]
+    assert values == ["6", "7"]
+    assert server.connections == 2
+
+
+async def test_connection_close_header_is_honoured(server: ScriptedServer) -> None:
+    server.answers = [ok(vector("1"), "Connection: close"), ok(vector("2"))]
+    async with client_for(server.url) as client:
+        await value_of(client)
+        await value_of(client)
+    assert server.connections == 2
+
+
+async def test_interim_answers_are_skipped(server: ScriptedServer) -> None:
+    server.answers = [
+        [
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n",
+            ok(vector("8")),
+        ]
+    ]
+    async with client_for(server.url) as client:
+        assert await value_of(client) == "8"
+
+
+async def test_statuses_are_errors_and_the_connection_is_kept(server: ScriptedServer) -> None:
+    server.answers = [
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nContent-TYPE: text/plain"
+        b"\r\n\r\nbusy",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        ok(vector("9")),
+    ]
+    async with client_for(server.url) as client:
+        with pytest.raises(PrometheusHTTPError) as unavailable:
+            await value_of(client)
+        with pytest.raises(PrometheusResponseError, match="HTTP 204: answer is not JSON"):
+            await value_of(client)
+        assert await value_of(client) == "9"
+    assert unavailable.value.status == 500
+    assert unavailable.value.message == "unknown response code 500: busy"
+    assert server.connections == 1
+
+
+async def test_requests_carry_the_user_agent_and_the_extra_headers(server: ScriptedServer) -> None:
+    server.answers = [ok(vector("1"))]
+    async with client_for(server.url, headers={"X-Scope-OrgID": "tenant-a"}) as client:
+        await value_of(client)
+    request = server.requests[0]
+    assert request.header("User-Agent") == USER_AGENT == "hpa-adapter"
+    assert request.header("X-Scope-OrgID") == "tenant-a"
+    assert request.header("Accept-Encoding") == "identity"
+    assert request.header("Host") == f"127.0.0.1:{server.port}"
+
+
+def test_header_values_with_cr_or_lf_never_reach_the_wire() -> None:
+    for value in ("a\r\nX-Injected: 1", "a\nb", "a\x00b"):
+        with pytest.raises(ValueError, match="CR, LF or NUL"):
+            PrometheusConnection("http://prometheus", headers={"X-Scope-OrgID": value})
+
+
+# ---------------------------------------------------------------- failures
+
+
+async def test_a_dropped_idle_connection_is_retried_once_on_a_new_one(
+    server: ScriptedServer,
+) -> None:
+    # The server answers, then closes the kept-alive connection as the next request arrives
+    # (the keep-alive race): the request goes again on a new connection.
+    server.answers = [ok(vector("1")), CLOSE, ok(vector("2"))]
+    async with client_for(server.url) as client:
+        await value_of(client, "first")
+        assert await value_of(client, "second") == "2"
+    assert server.connections == 2
+    assert [(r.request_line.split("&")[0], r.connection) for r in server.requests] == [
+        ("GET /api/v1/query?query=first", 1),
+        ("GET /api/v1/query?query=second", 1),
+        ("GET /api/v1/query?query=second", 2),
+    ]
+
+
+async def test_a_server_that_closes_without_answering_is_a_connection_error(
+    server: ScriptedServer,
+) -> None:
+    server.answers = [CLOSE, CLOSE]
+    async with client_for(server.url) as client:
+        with pytest.raises(PrometheusConnectionError, match="cannot reach Prometheus at http://"):
+            await value_of(client)
+
+
+async def test_a_truncated_answer_is_a_connection_error(server: ScriptedServer) -> None:
+    server.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", CLOSE]]
+    async with client_for(server.url) as client:
+        with pytest.raises(PrometheusConnectionError):
+            await value_of(client)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.2\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
+async def test_malformed_answers_fail_clearly_and_the_next_request_works(
+    server: ScriptedServer, answer: bytes
+) -> None:
+    server.answers = [[answer], ok(vector("1"))]
+    async with client_for(server.url) as client:
+        with pytest.raises(PrometheusConnectionError, match="cannot reach Prometheus"):
+            await value_of(client)
+        assert await value_of(client) == "1"  # on a new connection
+    assert server.connections == 2
+
+
+async def test_connection_refused_is_a_connection_error() -> None:
+    scripted = ScriptedServer()
+    await scripted.start()
+    await scripted.stop()
+    async with client_for(scripted.url) as client:
+        with pytest.raises(PrometheusConnectionError, match="cannot reach Prometheus"):
+            await value_of(client)
+
+
+async def test_cancelling_the_caller_aborts_the_connection(server: ScriptedServer) -> None:
+    server.answers = [HANG, ok(vector("1"))]
+    async with client_for(server.url) as client:
+        task = asyncio.create_task(value_of(client))
+        await server.request_seen.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await server.client_hung_up.wait()
+        assert await value_of(client) == "1"
+    assert server.connections == 2
+
+
+def test_base_urls() -> None:
+    base = BaseURL.parse("https://prometheus.monitoring.svc:9090/prefix/")
+    assert (base.origin, base.path_prefix, base.username) == (
+        "https://prometheus.monitoring.svc:9090",
+        "/prefix",
+        None,
+    )
+    ipv6 = BaseURL.parse("http://u:p%40ss@[::1]/")
+    assert (ipv6.origin, ipv6.username, ipv6.password) == ("http://[::1]", "u", "p@ss")
+    assert ipv6.display == "http://[::1]:80"
+    for bad in ("ftp://x", "http://", "http://x/?q=1", "http://x:99999"):
+        with pytest.raises(ValueError):  # noqa: PT011 - each has its own message
+            BaseURL.parse(bad)
+
+
+# ---------------------------------------------------------------- encodings, redirects, auth
+
+
 @pytest.mark.parametrize(
     "compress",
     [
@@ -400,7 +369,7 @@ async def test_compressed_answers_are_decoded_when_a_header_asks_for_them(
     server: ScriptedServer, compress: Callable[[bytes], bytes]
 ) -> None:
     encoding = "gzip" if compress(b"")[:2] == b"\x1f\x8b" else "deflate"
-    server.answers = [ok(compress(VECTOR), f"Content-Encoding: {encoding}")]
+    server.answers = [ok(compress(vector("7")), f"Content-Encoding: {encoding}")]
     async with client_for(server.url, headers={"Accept-Encoding": "gzip, deflate"}) as client:
         result = await client.query("up")
     assert result.samples[0].value_text == "7"
@@ -433,7 +402,7 @@ async def test_redirects_are_errors_naming_the_location(server: ScriptedServer) 
 async def test_url_credentials_become_basic_auth_and_stay_out_of_messages(
     server: ScriptedServer,
 ) -> None:
-    server.answers = [ok(VECTOR), CLOSE]
+    server.answers = [ok(vector("7")), CLOSE]
     url = f"http://adapter:s%40cret@127.0.0.1:{server.port}/prom"
     async with client_for(url) as client:
         await client.query("up")
@@ -448,7 +417,7 @@ async def test_url_credentials_become_basic_auth_and_stay_out_of_messages(
 
 
 async def test_post_sends_a_form_body_with_its_length(server: ScriptedServer) -> None:
-    server.answers = [ok(VECTOR)]
+    server.answers = [ok(vector("7"))]
     async with client_for(server.url, method="POST") as client:
         await client.query('sum(x{pod=~"a b|c"})')
     request = server.requests[0]
@@ -463,3 +432,19 @@ async def test_a_bad_url_is_a_connection_error() -> None:
     async with client_for("ftp://prometheus") as client:
         with pytest.raises(PrometheusConnectionError, match="unsupported URL scheme"):
             await client.query("up")
+
+
+async def test_a_bearer_token_file_is_read_again_when_it_changes(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    server.answers = [ok(vector("1")), ok(vector("2"))]
+    async with client_for(server.url, bearer_token_file=token) as client:
+        await value_of(client)
+        token.write_text("second-token\n")
+        await value_of(client)
+    assert [r.header("Authorization") for r in server.requests] == [
+        "Bearer first",
+        "Bearer second-token",
+    ]
