@@ -1,0 +1,365 @@
+"""Which pods the VPA updater changes, in which order, and how many of a group may go at once.
+
+Upstream counterparts (kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1):
+
+- ``pkg/updater/priority/priority_processor.go`` (``GetUpdatePriority``): per resource, the
+  requests and the recommended targets of the pod's containers are summed in milli-units;
+  ``ScaleUp`` when a target exceeds its request or a request is missing,
+  ``OutsideRecommendedRange`` when a request is below the lower or above the upper bound (or
+  missing), ``ResourceDiff`` the sum over resources of ``|request - target| / max(request, 1)``.
+  Requests come from the container status (what the kubelet applied) when it has them, else from
+  the spec. Containers missing from a parseable ``vpaObservedContainers`` annotation are skipped.
+- ``pkg/updater/priority/update_priority_calculator.go`` (``AddPod``, ``GetSortedPods``,
+  ``PodPriority.Less``, ``hasLowerResourceRecommendation``): a pod is queued when it is outside the
+  recommended range, or had a quick OOM, or lived past ``--in-recommendation-bounds-eviction-
+  lifetime-threshold`` (12 h) with a ``ResourceDiff`` of at least ``--pod-update-threshold``
+  (0.1); a quick-OOM pod whose resources would not change is not. Scale-ups come first, then the
+  larger ``ResourceDiff``.
+- ``pkg/updater/restriction/pods_restriction_factory.go`` and ``pods_eviction_restriction.go``
+  (``GetCreatorMaps``, ``singleGroupStats.isPodDisruptable``, ``CanEvict``, ``Evict``): pods are
+  grouped by their controller; a group with fewer live pods than ``minReplicas`` (2, or the
+  VPA's ``updatePolicy.minReplicas``) is never disrupted unless one of its pods has a CPU startup
+  boost in progress; ``evictionTolerance =
+  int(configured * --eviction-tolerance)``; a pending pod can always be evicted; otherwise a pod may
+  go while ``running - evicted > configured - tolerance``, or when the whole group runs, the
+  tolerance rounds to 0 and nothing was evicted yet.
+
+Deliberate deviations:
+- pods with equal update priority are ordered, not left to an unstable sort: the pod of lower
+  scheduling priority first, then by namespace and name (so a run is reproducible);
+- a pod without a controlling owner reference is never evicted (v1.8.1 puts all such pods of a
+  namespace into one nameless group with ``configured`` 0, which lets them be evicted);
+- a group whose controller's replica count is unknown or 0 is never disrupted (upstream: the
+  same, through an error it logs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from hpa.core.names import is_dns1123_label
+
+__all__ = [
+    "OBSERVED_CONTAINERS_ANNOTATION",
+    "ContainerRecommendation",
+    "ContainerStatus",
+    "EvictionRestriction",
+    "GroupStats",
+    "PodPriority",
+    "ReplicaGroup",
+    "UpdateConfig",
+    "UpdatePod",
+    "admit_for_update",
+    "eviction_restriction",
+    "get_update_priority",
+    "has_lower_resource_recommendation",
+    "parse_observed_containers",
+    "quick_oom",
+    "sorted_for_update",
+]
+
+OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
+_LIST_SEPARATOR = ", "
+
+ResourceMilli = Mapping[str, int]
+"""Amounts per resource name, in milli-units (``Quantity.MilliValue``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStatus:
+    """What the updater reads of ``status.containerStatuses[]``: the applied requests
+    (``resources.requests``, None when the kubelet does not report them) and the last
+    termination."""
+
+    name: str
+    requests: ResourceMilli | None = None
+    last_termination_reason: str = ""
+    last_termination_started: datetime | None = None
+    last_termination_finished: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroup:
+    """A pod's controlling owner (``podReplicaCreator``)."""
+
+    namespace: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePod:
+    """A pod as the updater sees it. ``containers`` are ``spec.containers`` with their requests
+    (init containers are not considered in v1.8.1)."""
+
+    namespace: str
+    name: str
+    containers: tuple[tuple[str, ResourceMilli], ...]
+    statuses: tuple[ContainerStatus, ...] = ()
+    observed_containers: str | None = None
+    start_time: datetime | None = None
+    phase: str = "Running"
+    controller: ReplicaGroup | None = None
+    priority: int = 0
+    uid: str = ""
+    cpu_boost_in_progress: bool = False
+
+    def requests(self, container: str) -> ResourceMilli:
+        """``ContainerRequestsAndLimits``: the status's applied requests, else the spec's."""
+        for status in self.statuses:
+            if status.name == container and status.requests is not None:
+                return status.requests
+        for name, requests in self.containers:
+            if name == container:
+                return requests
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRecommendation:
+    """One container of ``status.recommendation`` after capping, in milli-units."""
+
+    container_name: str
+    target: ResourceMilli
+    lower_bound: ResourceMilli = field(default_factory=dict)
+    upper_bound: ResourceMilli = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodPriority:
+    """``PodPriority``."""
+
+    outside_recommended_range: bool = False
+    scale_up: bool = False
+    resource_diff: float = 0.0
+
+    def less(self, other: PodPriority) -> bool:
+        """``PodPriority.Less``: scale-ups first, then the larger relative change."""
+        if self.scale_up != other.scale_up:
+            return other.scale_up
+        return self.resource_diff < other.resource_diff
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateConfig:
+    """``UpdateConfig`` with the updater's flag defaults."""
+
+    min_change_priority: float = 0.1
+    pod_lifetime_update_threshold: timedelta = timedelta(hours=12)
+    evict_after_oom_threshold: timedelta = timedelta(minutes=10)
+
+
+def parse_observed_containers(pod: UpdatePod) -> frozenset[str] | None:
+    """``parseVpaObservedContainers``: the listed containers, or None when the annotation is
+    absent or malformed (then every container counts)."""
+    value = pod.observed_containers
+    if value is None:
+        return None
+    if value == "":
+        return frozenset()
+    names = value.split(_LIST_SEPARATOR)
+    if any(is_dns1123_label(name) for name in names):
+        return None
+    return frozenset(names)
+
+
+def _recommendation_for(
+    container: str, recommendations: Sequence[ContainerRecommendation]
+) -> ContainerRecommendation | None:
+    for recommendation in recommendations:
+        if recommendation.container_name == container:
+            return recommendation
+    return None
+
+
+def get_update_priority(
+    pod: UpdatePod, recommendations: Sequence[ContainerRecommendation]
+) -> PodPriority:
+    """``GetUpdatePriority``."""
+    outside_recommended_range = False
+    scale_up = False
+    total_request: dict[str, int] = {}
+    total_recommended: dict[str, int] = {}
+    observed = parse_observed_containers(pod)
+    for container, _ in pod.containers:
+        if observed is not None and container not in observed:
+            continue
+        recommended = _recommendation_for(container, recommendations)
+        if recommended is None:
+            continue
+        requests = pod.requests(container)
+        for resource, target in recommended.target.items():
+            total_recommended[resource] = total_recommended.get(resource, 0) + target
+            request = requests.get(resource)
+            if request is None:
+                scale_up = True
+                outside_recommended_range = True
+                continue
+            total_request[resource] = total_request.get(resource, 0) + request
+            if target > request:
+                scale_up = True
+            lower = recommended.lower_bound.get(resource)
+            upper = recommended.upper_bound.get(resource)
+            if (lower is not None and request < lower) or (upper is not None and request > upper):
+                outside_recommended_range = True
+    resource_diff = 0.0
+    for resource, recommended_total in total_recommended.items():
+        request_total = max(float(total_request.get(resource, 0)), 1.0)
+        resource_diff += math.fabs(request_total - float(recommended_total)) / request_total
+    return PodPriority(outside_recommended_range, scale_up, resource_diff)
+
+
+def quick_oom(
+    pod: UpdatePod,
+    *,
+    now: datetime,
+    threshold: timedelta,
+    off_containers: frozenset[str] = frozenset(),
+) -> bool:
+    """A container (observed, not in scaling mode ``Off``) was OOM-killed less than
+    ``threshold`` after it started, and less than ``threshold`` ago."""
+    observed = parse_observed_containers(pod)
+    for status in pod.statuses:
+        if observed is not None and status.name not in observed:
+            continue
+        if status.name in off_containers:
+            continue
+        started, finished = status.last_termination_started, status.last_termination_finished
+        if (
+            status.last_termination_reason == "OOMKilled"
+            and started is not None
+            and finished is not None
+            and finished - started < threshold
+            and now - finished < threshold
+        ):
+            return True
+    return False
+
+
+def admit_for_update(
+    pod: UpdatePod,
+    priority: PodPriority,
+    *,
+    now: datetime,
+    config: UpdateConfig,
+    quick_oomed: bool,
+) -> bool:
+    """``AddPod``'s decision: does the pod join the update queue?"""
+    if not priority.outside_recommended_range and not quick_oomed:
+        if pod.start_time is None:
+            return False
+        if now < pod.start_time + config.pod_lifetime_update_threshold:
+            return False
+        if priority.resource_diff < config.min_change_priority:
+            return False
+    return not (quick_oomed and priority.resource_diff == 0)
+
+
+def has_lower_resource_recommendation(
+    last_attempt: Sequence[ContainerRecommendation],
+    new: Sequence[ContainerRecommendation],
+) -> bool:
+    """``hasLowerResourceRecommendation``: ``InPlace`` retries an infeasible resize only when
+    some target dropped below the last attempt's."""
+    last = {r.container_name: r for r in last_attempt}
+    for recommendation in new:
+        before = last.get(recommendation.container_name)
+        if before is None:
+            continue
+        for resource, target in recommendation.target.items():
+            previous = before.target.get(resource)
+            if previous is not None and target < previous:
+                return True
+    return False
+
+
+def sorted_for_update(queued: Iterable[tuple[UpdatePod, PodPriority]]) -> list[UpdatePod]:
+    """``GetSortedPods`` order: higher update priority first (``PodPriority.less`` is the order
+    of ``(scale_up, resource_diff)``); among equals, the pod of lower scheduling priority first,
+    then by namespace and name."""
+    ranked = sorted(
+        queued,
+        key=lambda e: (
+            not e[1].scale_up,
+            -e[1].resource_diff,
+            e[0].priority,
+            e[0].namespace,
+            e[0].name,
+        ),
+    )
+    return [pod for pod, _ in ranked]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    """``singleGroupStats``."""
+
+    configured: int
+    pending: int
+    running: int
+    eviction_tolerance: int
+    evicted: int = 0
+
+    def is_pod_disruptable(self) -> bool:
+        should_be_alive = self.configured - self.eviction_tolerance
+        actually_alive = self.running - self.evicted
+        return actually_alive > should_be_alive or (
+            self.configured == self.running and self.eviction_tolerance == 0 and self.evicted == 0
+        )
+
+
+@dataclass(slots=True)
+class EvictionRestriction:
+    """``PodsEvictionRestrictionImpl`` for one VPA in one updater loop: ``can_evict`` before an
+    eviction, ``record_eviction`` after one succeeded."""
+
+    groups: dict[ReplicaGroup, GroupStats]
+
+    def can_evict(self, pod: UpdatePod) -> bool:
+        if pod.controller is None or pod.controller not in self.groups:
+            return False
+        if pod.phase == "Pending":
+            return True
+        return self.groups[pod.controller].is_pod_disruptable()
+
+    def record_eviction(self, pod: UpdatePod) -> None:
+        """Count an eviction against the pod's group (pending pods do not count)."""
+        if pod.controller is None or pod.controller not in self.groups:
+            raise ValueError(f"pod {pod.namespace}/{pod.name} is not in an evictable group")
+        if pod.phase != "Pending":
+            stats = self.groups[pod.controller]
+            self.groups[pod.controller] = replace(stats, evicted=stats.evicted + 1)
+
+
+def eviction_restriction(
+    pods: Iterable[UpdatePod],
+    configured_replicas: Mapping[ReplicaGroup, int | None],
+    *,
+    min_replicas: int,
+    eviction_tolerance: float,
+) -> EvictionRestriction:
+    """``GetCreatorMaps``: the groups of ``pods`` that may be disrupted. ``configured_replicas``
+    is the controller's ``spec.replicas`` (a DaemonSet's ``desiredNumberScheduled``); a Job's is
+    its live pod count. ``min_replicas`` is the VPA's ``updatePolicy.minReplicas`` or the flag."""
+    live: dict[ReplicaGroup, list[UpdatePod]] = {}
+    for pod in pods:
+        if pod.controller is not None:
+            live.setdefault(pod.controller, []).append(pod)
+    groups: dict[ReplicaGroup, GroupStats] = {}
+    for group, members in live.items():
+        if len(members) < min_replicas and not any(p.cpu_boost_in_progress for p in members):
+            continue
+        configured = len(members) if group.kind == "Job" else configured_replicas.get(group)
+        if not configured:
+            continue
+        pending = sum(1 for pod in members if pod.phase == "Pending")
+        groups[group] = GroupStats(
+            configured=configured,
+            pending=pending,
+            running=len(members) - pending,
+            eviction_tolerance=int(float(configured) * eviction_tolerance),
+        )
+    return EvictionRestriction(groups)
