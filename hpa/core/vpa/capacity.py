@@ -1,0 +1,121 @@
+"""Does a pod's grown request fit somewhere before the updater evicts or resizes it?
+
+Upstream counterpart: none. The VPA updater evicts a pod whatever its new requests are; when they
+fit on no node the replacement stays Pending, or the scheduler preempts someone else's pod. The VPA
+design proposal leaves "adjust to cluster state (quota, node space)" undesigned. This rule is the
+updater's estimate, made from its informers before it acts:
+
+- a node counts when it is schedulable (Ready, not cordoned);
+- its free capacity is its allocatable less the requests of the pods bound to it, the pod being
+  updated excluded (its old requests leave with it);
+- when the pod may preempt (``preemptionPolicy`` is not ``Never``), what pods of **strictly lower**
+  priority hold on a node counts as free as well, as the scheduler's preemption would free it;
+- an in-place resize can only use the pod's own node; an eviction may land anywhere;
+- the pod fits when, for every resource it requests, the new request is at most the node's free
+  capacity of that resource, on at least one node.
+
+The estimate ignores taints, affinity, topology spread and extended resources; it errs on the side
+of acting (a pod that fits by this count may still not schedule, exactly as without this rule).
+
+Pods of the ``system-cluster-critical`` and ``system-node-critical`` priority classes are never
+evicted unless the operator allows it (``--evict-system-critical-pods``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "SYSTEM_CRITICAL_PRIORITY_CLASSES",
+    "CapacityVerdict",
+    "NodeCapacity",
+    "PlacedPod",
+    "capacity_verdict",
+    "is_system_critical",
+]
+
+SYSTEM_CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+ResourceMilli = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCapacity:
+    """A node's ``status.allocatable`` (milli-units) and whether new pods may land on it."""
+
+    name: str
+    allocatable: ResourceMilli
+    schedulable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedPod:
+    """A pod bound to a node: the sum of its containers' requests and its priority."""
+
+    namespace: str
+    name: str
+    node: str
+    requests: ResourceMilli
+    priority: int = 0
+
+
+class CapacityVerdict(StrEnum):
+    FITS = "Fits"
+    FITS_WITH_PREEMPTION = "FitsWithPreemption"
+    FITS_NOWHERE = "FitsNowhere"
+
+
+def is_system_critical(priority_class_name: str) -> bool:
+    return priority_class_name in SYSTEM_CRITICAL_PRIORITY_CLASSES
+
+
+def capacity_verdict(
+    pod: PlacedPod,
+    new_requests: ResourceMilli,
+    *,
+    nodes: Iterable[NodeCapacity],
+    placed: Iterable[PlacedPod],
+    can_preempt: bool,
+    in_place: bool,
+) -> CapacityVerdict:
+    """Whether ``pod`` with ``new_requests`` fits on its own node (``in_place``) or on any
+    schedulable node (eviction); ``FITS_WITH_PREEMPTION`` when it fits only by counting what
+    lower-priority pods hold."""
+    used: dict[str, dict[str, int]] = {}
+    preemptible: dict[str, dict[str, int]] = {}
+    for other in placed:
+        if (other.namespace, other.name) == (pod.namespace, pod.name):
+            continue
+        _add(used.setdefault(other.node, {}), other.requests)
+        if can_preempt and other.priority < pod.priority:
+            _add(preemptible.setdefault(other.node, {}), other.requests)
+    verdict = CapacityVerdict.FITS_NOWHERE
+    for node in nodes:
+        if in_place and node.name != pod.node:
+            continue
+        if not in_place and not node.schedulable:
+            continue
+        free = _free(node.allocatable, used.get(node.name, {}))
+        if _fits(new_requests, free):
+            return CapacityVerdict.FITS
+        with_preemption = dict(free)
+        _add(with_preemption, preemptible.get(node.name, {}))
+        if _fits(new_requests, with_preemption):
+            verdict = CapacityVerdict.FITS_WITH_PREEMPTION
+    return verdict
+
+
+def _add(total: dict[str, int], amounts: ResourceMilli) -> None:
+    for resource, amount in amounts.items():
+        total[resource] = total.get(resource, 0) + amount
+
+
+def _free(allocatable: ResourceMilli, used: Mapping[str, int]) -> dict[str, int]:
+    return {resource: amount - used.get(resource, 0) for resource, amount in allocatable.items()}
+
+
+def _fits(requests: ResourceMilli, free: Mapping[str, int]) -> bool:
+    """A resource the node does not report has no capacity (as the scheduler's fit check)."""
+    return all(amount <= free.get(resource, 0) for resource, amount in requests.items() if amount)
