@@ -23,6 +23,7 @@ from hpa.core.vpa.gomath import float_to_int64
 
 __all__ = [
     "MAX_RESOURCE_AMOUNT",
+    "NO_RESOURCES",
     "ResourceName",
     "Resources",
     "cores_from_cpu_amount",
@@ -106,3 +107,7 @@ class Resources:
             cpu=self.cpu if ResourceName.CPU in resources else None,
             memory=self.memory if ResourceName.MEMORY in resources else None,
         )
+
+
+NO_RESOURCES = Resources()
+"""No amounts at all (an absent ``ResourceList``)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hpa.core.vpa.amount import ResourceName, Resources
+from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources
 
 __all__ = [
     "DEFAULT_CONTAINER_RESOURCE_POLICY",
@@ -37,7 +37,6 @@ DEFAULT_CONTAINER_RESOURCE_POLICY = "*"
 """The ``containerName`` of the policy that applies to containers without their own."""
 
 DEFAULT_CONTROLLED_RESOURCES = frozenset({ResourceName.CPU, ResourceName.MEMORY})
-_UNSET = Resources()
 
 
 class ContainerScalingMode(StrEnum):
@@ -57,8 +56,8 @@ class ContainerResourcePolicy:
 
     container_name: str = ""
     mode: ContainerScalingMode | None = None
-    min_allowed: Resources = _UNSET
-    max_allowed: Resources = _UNSET
+    min_allowed: Resources = NO_RESOURCES
+    max_allowed: Resources = NO_RESOURCES
     controlled_resources: frozenset[ResourceName] | None = None
     controlled_values: ContainerControlledValues | None = None
     oom_bump_up_ratio: float | None = None
