@@ -25,7 +25,9 @@ from hpa.core.frozen import fast_init
 
 
 class Stage(StrEnum):
-    """Where in the reconcile a trace entry comes from, in the order the controller runs."""
+    """Where in the reconcile a trace entry comes from, in the order the controller runs.
+
+    The last four are the stages of a VPA recommendation (:mod:`hpa.core.vpa.recommender`)."""
 
     SCALE = "scale"
     SELECTOR = "selector"
@@ -37,6 +39,10 @@ class Stage(StrEnum):
     SCALE_TO_ZERO = "scale-to-zero"
     DECISION = "decision"
     RESCALE = "rescale"
+    SAMPLES = "samples"
+    ESTIMATION = "estimation"
+    POST_PROCESSING = "post-processing"
+    CAPPING = "capping"
 
 
 TraceValue = object
