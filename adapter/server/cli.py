@@ -46,11 +46,11 @@ from adapter.server.reload import ReloadingMetrics
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, settings_from_args
 from adapter.server.telemetry import ServerMetrics
-from adapter.server.tls import ServingCertificates, write_self_signed
 from hpa import __version__
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.informer import Informer
 from hpa.kube.records import PodRecord, parse_pod
+from hpa.kube.tls import ServingCertificates, write_self_signed
 
 log = structlog.get_logger(__name__)
 

@@ -20,8 +20,8 @@ from adapter.server.app import Server, build_app
 from adapter.server.authn import DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
 from adapter.server.telemetry import ServerMetrics
-from adapter.server.tls import ServingCertificates
 from hpa.kube.client import KubeClient, RetryPolicy
+from hpa.kube.tls import ServingCertificates
 from tests.adapter.server.harness import FakeLister, FakeProviders, FakeSource
 from tests.fakes.clock import FakeClock
 from tests.fakes.kubeauth import FakeKubeAuth

@@ -12,7 +12,7 @@ previous context stays. Connections already open keep their context.
 
 Deliberate deviations: files are polled (``--tls-check-interval``, default 10 s) instead of
 watched with inotify; a client certificate is requested (``CERT_OPTIONAL``) and, when one is
-sent, verified against the client CA bundle during the handshake (see ``adapter.server.authn``).
+sent, verified against the client CA bundle during the handshake (see the adapter's authentication).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from adapter.server.ports import Clock
+from hpa.kube.clock import Clock
 
 log = structlog.get_logger(__name__)
 

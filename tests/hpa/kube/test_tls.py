@@ -11,7 +11,7 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from adapter.server.tls import ServingCertificates, write_self_signed
+from hpa.kube.tls import ServingCertificates, write_self_signed
 from tests.fakes.clock import FakeClock
 from tests.lab.pki import create_ca, issue_certificate
 
