@@ -7,8 +7,8 @@ safety margin (``WithCPUMargin``/``WithMemoryMargin``), the confidence multiplie
 (``WithCPUMinResource``) and the constant estimators used by upstream's tests. Each wraps a base
 estimator, so a chain reads like upstream's ``CreatePodResourceRecommender``.
 
-Every ``estimate`` takes an optional ``steps`` list and appends ``(description, amount)`` for its
-own output, innermost first; the recommender turns those steps into the explanation trace. The
+Every ``estimate`` takes an optional ``steps`` list and appends a :data:`Step` for its own
+output, innermost first; the recommender turns those steps into the explanation trace. The
 arithmetic is the same with or without it.
 
 Deliberate deviations: upstream has a CPU and a memory type of each estimator; here one type
@@ -43,8 +43,9 @@ __all__ = [
     "get_confidence",
 ]
 
-Step = tuple[str, int]
-"""One estimator's output: what it did, and the amount (millicores or bytes)."""
+Step = tuple[str, tuple[float, ...], int]
+"""One estimator's output: what it did (a ``str.format`` template and its arguments, formatted only
+when the trace is rendered) and the amount (millicores or bytes)."""
 
 _MINUTE_NS = 60_000_000_000
 
@@ -63,7 +64,7 @@ class ConstEstimator:
 
     def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
         if steps is not None:
-            steps.append(("constant", self.value))
+            steps.append(("constant", (), self.value))
         return self.value
 
 
@@ -88,7 +89,7 @@ class PercentileEstimator:
                 percentile = state.target_memory_percentile
             value = memory_amount_from_bytes(state.aggregate_memory_peaks.percentile(percentile))
         if steps is not None:
-            steps.append((f"percentile {percentile:g} of the histogram", value))
+            steps.append(("percentile {:g} of the histogram", (percentile,), value))
         return value
 
 
@@ -103,7 +104,7 @@ class MarginEstimator:
         base = self.base_estimator.estimate(state, steps)
         value = base + scale_resource(base, self.margin_fraction)
         if steps is not None:
-            steps.append((f"safety margin {self.margin_fraction:g}", value))
+            steps.append(("safety margin {:g}", (self.margin_fraction,), value))
         return value
 
 
@@ -152,8 +153,8 @@ class ConfidenceMultiplier:
         if steps is not None:
             steps.append(
                 (
-                    f"confidence {confidence:.4f}: x(1+{self.multiplier:g}/confidence)"
-                    f"^{self.exponent:g} = x{factor:.4f}",
+                    "confidence {:.4f}: x(1+{:g}/confidence)^{:g} = x{:.4f}",
+                    (confidence, self.multiplier, self.exponent, factor),
                     value,
                 )
             )
@@ -171,5 +172,5 @@ class MinResourceEstimator:
         base = self.base_estimator.estimate(state, steps)
         value = base if base > self.min_resource else self.min_resource
         if steps is not None:
-            steps.append(("at least the per-container minimum", value))
+            steps.append(("at least the per-container minimum", (), value))
         return value
