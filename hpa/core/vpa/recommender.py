@@ -47,7 +47,6 @@ from hpa.core.vpa.estimator import (
     MarginEstimator,
     MinResourceEstimator,
     PercentileEstimator,
-    Step,
 )
 from hpa.core.vpa.policy import (
     ContainerScalingMode,
@@ -191,12 +190,11 @@ class PodResourceRecommender:
         for container_name, state in container_name_to_aggregate_state_map.items():
             controlled = state.get_controlled_resources()
             values: list[int] = []
-            traced: list[tuple[str, ResourceName, tuple[Step, ...]]] = []
-            for estimator, resource, bound in chains:
-                steps: list[Step] = []
-                values.append(estimator.estimate(state, steps))
-                if resource in controlled:
-                    traced.append((bound, resource, tuple(steps)))
+            recorded: list[tuple[float, ...]] = []
+            for estimator, _, _ in chains:
+                record: list[float] = []
+                values.append(estimator.estimate(state, record))
+                recorded.append(tuple(record))
             target = Resources(cpu=values[0], memory=values[1])
             lower = Resources(cpu=values[2], memory=values[3])
             upper = Resources(cpu=values[4], memory=values[5])
@@ -217,7 +215,9 @@ class PodResourceRecommender:
                         state.aggregate_memory_peaks.total_weight,
                         min_cpu,
                         min_memory,
-                        tuple(traced),
+                        chains,
+                        controlled,
+                        tuple(recorded),
                     ),
                 )
             )
@@ -233,7 +233,9 @@ def _estimation_entries(
     memory_total_weight: float,
     min_cpu: int,
     min_memory: int,
-    traced: tuple[tuple[str, ResourceName, tuple[Step, ...]], ...],
+    chains: tuple[tuple[Estimator, ResourceName, str], ...],
+    controlled: frozenset[ResourceName],
+    recorded: tuple[tuple[float, ...], ...],
 ) -> list[TraceEntry]:
     entries = [
         TraceEntry(
@@ -249,16 +251,16 @@ def _estimation_entries(
             ),
         )
     ]
-    for bound, resource, steps in traced:
-        final = steps[-1][2] if steps else 0
+    for (estimator, resource, bound), record in zip(chains, recorded, strict=True):
+        if resource not in controlled:
+            continue
+        steps = estimator.describe(iter(record))
+        final = int(steps[-1][1]) if steps else 0
         entries.append(
             TraceEntry(
                 Stage.ESTIMATION,
                 f"container {container_name} {resource} {bound}: {format_amount(resource, final)}",
-                tuple(
-                    (template.format(*args), format_amount(resource, amount))
-                    for template, args, amount in steps
-                ),
+                tuple((label, format_amount(resource, int(amount))) for label, amount in steps),
             )
         )
     return entries
@@ -327,6 +329,8 @@ def get_container_name_to_aggregate_state_map(
 
 
 def _rounded(resources: Resources, recommendation_format: RecommendationFormat) -> Resources:
+    if recommendation_format.round_cpu_millicores == recommendation_format.round_memory_bytes == 1:
+        return resources
     cpu, memory = resources.cpu, resources.memory
     if cpu is not None and cpu != 0 and recommendation_format.round_cpu_millicores != 1:
         cpu = round_up_to_scale(cpu, recommendation_format.round_cpu_millicores)
