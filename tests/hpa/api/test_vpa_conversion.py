@@ -117,7 +117,7 @@ def test_resource_policy_converts_quantities_and_enumerations() -> None:
     app, sidecar = policy.container_policies
     assert app.min_allowed == Resources(cpu=100, memory=50 * 2**20)
     assert app.max_allowed == Resources(cpu=2000, memory=1536 * 2**20)
-    assert app.controlled_resources == {ResourceName.MEMORY}
+    assert app.controlled_resources == frozenset({ResourceName.MEMORY})
     assert app.controlled_values is ContainerControlledValues.REQUESTS_ONLY
     assert app.oom_bump_up_ratio == 1.5
     assert app.oom_min_bump_up_bytes == 200 * 2**20
