@@ -15,17 +15,32 @@ example) are kept as unknown fields.
 Enumerated strings (update mode, container scaling mode, controlled values, ...) are plain
 ``str``; :mod:`hpa.api.validation` checks them like the admission controller does.
 
+The functions at the end convert, once, between these models and the VPA model's core types
+(:mod:`hpa.core.vpa`): the resource policy, checkpoints (``v3``: bucket indexes as JSON string keys,
+``null`` times for Go's zero time) and recommendations. Quantities become integers as upstream
+reads them: CPU with ``MilliValue`` and memory with ``Value`` (both round up a fraction).
+
 Deliberate deviations: none.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from pydantic import Field
 
 from hpa.api.autoscaling_v2 import CrossVersionObjectReference
 from hpa.api.base import KubeModel
 from hpa.api.meta import ListMeta, ObjectMeta, TypeMeta
-from hpa.api.types import Quantity, ResourceList, Time
+from hpa.api.types import Quantity, ResourceList, Time, quantity_of
+from hpa.core.quantity import Format
+from hpa.core.quantity import Quantity as ExactQuantity
+from hpa.core.vpa import aggregation as core_aggregation
+from hpa.core.vpa import amount as core_amount
+from hpa.core.vpa import histogram as core_histogram
+from hpa.core.vpa import policy as core_policy
+from hpa.core.vpa import recommender as core_recommender
+from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND, ZERO_TIME_NS
 
 __all__ = [
     "ContainerResourcePolicy",
@@ -47,6 +62,16 @@ __all__ = [
     "VerticalPodAutoscalerRecommenderSelector",
     "VerticalPodAutoscalerSpec",
     "VerticalPodAutoscalerStatus",
+    "checkpoint_status_from_core",
+    "checkpoint_status_to_core",
+    "histogram_checkpoint_from_core",
+    "histogram_checkpoint_to_core",
+    "pod_resource_policy_to_core",
+    "recommendation_from_core",
+    "resources_from_core",
+    "resources_to_core",
+    "time_from_ns",
+    "time_to_ns",
 ]
 
 
@@ -219,3 +244,162 @@ class VerticalPodAutoscalerCheckpointList(TypeMeta):
 
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: list[VerticalPodAutoscalerCheckpoint] = Field(default_factory=list)
+
+
+# -- conversion to and from the VPA model (hpa.core.vpa) -----------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def time_to_ns(value: datetime | None) -> int:
+    """A ``metav1.Time`` as nanoseconds since the Unix epoch; ``null`` is Go's zero time."""
+    if value is None:
+        return ZERO_TIME_NS
+    return (value - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def time_from_ns(value_ns: int) -> datetime | None:
+    """Nanoseconds as a ``metav1.Time`` (whole seconds, as Go writes it); Go's zero time is
+    ``null``."""
+    if value_ns == ZERO_TIME_NS:
+        return None
+    return _EPOCH + timedelta(seconds=value_ns // NANOSECONDS_PER_SECOND)
+
+
+def resources_to_core(resources: ResourceList) -> core_amount.Resources:
+    """CPU in millicores (``MilliValue``) and memory in bytes (``Value``); others ignored."""
+    cpu = resources.get("cpu")
+    memory = resources.get("memory")
+    return core_amount.Resources(
+        cpu=quantity_of(cpu).milli_value() if cpu is not None else None,
+        memory=quantity_of(memory).value() if memory is not None else None,
+    )
+
+
+def resources_from_core(resources: core_amount.Resources) -> ResourceList:
+    """Canonical quantities as upstream writes them: ``QuantityFromCPUAmount`` (DecimalSI
+    millicores) and ``QuantityFromMemoryAmount`` (BinarySI bytes)."""
+    result: ResourceList = {}
+    if resources.cpu is not None:
+        result["cpu"] = str(ExactQuantity.from_milli(resources.cpu))
+    if resources.memory is not None:
+        result["memory"] = str(ExactQuantity.from_int(resources.memory, Format.BINARY_SI))
+    return result
+
+
+def _container_policy_to_core(
+    policy: ContainerResourcePolicy,
+) -> core_policy.ContainerResourcePolicy:
+    def ratio(value: Quantity | None) -> float | None:
+        return None if value is None else quantity_of(value).milli_value() / 1000.0
+
+    controlled = policy.controlled_resources
+    return core_policy.ContainerResourcePolicy(
+        container_name=policy.container_name,
+        mode=core_policy.ContainerScalingMode(policy.mode) if policy.mode else None,
+        min_allowed=resources_to_core(policy.min_allowed),
+        max_allowed=resources_to_core(policy.max_allowed),
+        controlled_resources=(
+            None
+            if controlled is None
+            else frozenset(
+                core_amount.ResourceName(r) for r in controlled if r in {"cpu", "memory"}
+            )
+        ),
+        controlled_values=(
+            core_policy.ContainerControlledValues(policy.controlled_values)
+            if policy.controlled_values
+            else None
+        ),
+        oom_bump_up_ratio=ratio(policy.oom_bump_up_ratio),
+        oom_min_bump_up_bytes=ratio(policy.oom_min_bump_up),
+        memory_aggregation_interval_seconds=policy.memory_aggregation_interval_seconds,
+        memory_aggregation_interval_count=policy.memory_aggregation_interval_count,
+        target_cpu_percentile=ratio(policy.target_cpu_percentile),
+        target_memory_percentile=ratio(policy.target_memory_percentile),
+    )
+
+
+def pod_resource_policy_to_core(
+    policy: PodResourcePolicy | None,
+) -> core_policy.PodResourcePolicy | None:
+    """``spec.resourcePolicy`` for the model. Expects a VPA that passed
+    :mod:`hpa.api.validation` (enumerations are checked there)."""
+    if policy is None:
+        return None
+    return core_policy.PodResourcePolicy(
+        tuple(_container_policy_to_core(p) for p in policy.container_policies)
+    )
+
+
+def histogram_checkpoint_to_core(
+    checkpoint: HistogramCheckpoint,
+) -> core_histogram.HistogramCheckpoint:
+    """Bucket indexes from their JSON string keys; a key that is not an integer is an error."""
+    weights: dict[int, int] = {}
+    for key, weight in checkpoint.bucket_weights.items():
+        try:
+            weights[int(key)] = weight
+        except ValueError as err:
+            raise ValueError(f"checkpoint bucket index {key!r} is not an integer") from err
+    return core_histogram.HistogramCheckpoint(
+        total_weight=checkpoint.total_weight,
+        bucket_weights=weights,
+        reference_timestamp_ns=time_to_ns(checkpoint.reference_timestamp),
+    )
+
+
+def histogram_checkpoint_from_core(
+    checkpoint: core_histogram.HistogramCheckpoint,
+) -> HistogramCheckpoint:
+    return HistogramCheckpoint(
+        reference_timestamp=time_from_ns(checkpoint.reference_timestamp_ns),
+        bucket_weights={str(k): v for k, v in sorted(checkpoint.bucket_weights.items())},
+        total_weight=checkpoint.total_weight,
+    )
+
+
+def checkpoint_status_to_core(
+    status: VerticalPodAutoscalerCheckpointStatus,
+) -> core_aggregation.CheckpointStatus:
+    return core_aggregation.CheckpointStatus(
+        version=status.version,
+        last_update_time_ns=time_to_ns(status.last_update_time),
+        first_sample_start_ns=time_to_ns(status.first_sample_start),
+        last_sample_start_ns=time_to_ns(status.last_sample_start),
+        total_samples_count=status.total_samples_count,
+        cpu_histogram=histogram_checkpoint_to_core(status.cpu_histogram),
+        memory_histogram=histogram_checkpoint_to_core(status.memory_histogram),
+    )
+
+
+def checkpoint_status_from_core(
+    status: core_aggregation.CheckpointStatus,
+) -> VerticalPodAutoscalerCheckpointStatus:
+    return VerticalPodAutoscalerCheckpointStatus(
+        last_update_time=time_from_ns(status.last_update_time_ns),
+        version=status.version,
+        cpu_histogram=histogram_checkpoint_from_core(status.cpu_histogram),
+        memory_histogram=histogram_checkpoint_from_core(status.memory_histogram),
+        first_sample_start=time_from_ns(status.first_sample_start_ns),
+        last_sample_start=time_from_ns(status.last_sample_start_ns),
+        total_samples_count=status.total_samples_count,
+    )
+
+
+def recommendation_from_core(
+    recommendation: core_recommender.RecommendedPodResources,
+) -> RecommendedPodResources:
+    """``status.recommendation`` from the model's result."""
+    return RecommendedPodResources(
+        container_recommendations=[
+            RecommendedContainerResources(
+                container_name=r.container_name,
+                target=resources_from_core(r.target),
+                lower_bound=resources_from_core(r.lower_bound),
+                upper_bound=resources_from_core(r.upper_bound),
+                uncapped_target=resources_from_core(r.uncapped_target),
+            )
+            for r in recommendation.container_recommendations
+        ]
+    )

@@ -7,9 +7,10 @@ safety margin (``WithCPUMargin``/``WithMemoryMargin``), the confidence multiplie
 (``WithCPUMinResource``) and the constant estimators used by upstream's tests. Each wraps a base
 estimator, so a chain reads like upstream's ``CreatePodResourceRecommender``.
 
-Every ``estimate`` takes an optional ``steps`` list and appends ``(description, amount)`` for its
-own output, innermost first; the recommender turns those steps into the explanation trace. The
-arithmetic is the same with or without it.
+Every ``estimate`` takes an optional ``record`` list and appends the numbers it computed (its
+amount, and the percentile or confidence it used), innermost first; ``describe`` turns those
+numbers back into :data:`Step` lines when the explanation is read. Recording plain numbers keeps a
+recommendation's trace to a few tuples of floats. The arithmetic is the same with or without it.
 
 Deliberate deviations: upstream has a CPU and a memory type of each estimator; here one type
 serves both, the percentile estimator naming its resource. ``PercentileEstimator`` with
@@ -20,6 +21,7 @@ serves both, the percentile estimator naming its resource. ``PercentileEstimator
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,8 +45,8 @@ __all__ = [
     "get_confidence",
 ]
 
-Step = tuple[str, int]
-"""One estimator's output: what it did, and the amount (millicores or bytes)."""
+Step = tuple[str, float]
+"""One line of an estimator chain's explanation: what the estimator did and its amount."""
 
 _MINUTE_NS = 60_000_000_000
 
@@ -52,7 +54,13 @@ _MINUTE_NS = 60_000_000_000
 class Estimator(Protocol):
     """An estimate of one resource (millicores for CPU, bytes for memory)."""
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int: ...
+    def estimate(
+        self, state: AggregateContainerState, record: list[float] | None = None
+    ) -> int: ...
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        """The lines for the numbers ``estimate`` recorded, innermost first."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +69,13 @@ class ConstEstimator:
 
     value: int
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
-        if steps is not None:
-            steps.append(("constant", self.value))
+    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+        if record is not None:
+            record.append(self.value)
         return self.value
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        return [("constant", next(recorded))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +88,7 @@ class PercentileEstimator:
     per_container_override: bool = False
     """Use the state's ``target_cpu_percentile``/``target_memory_percentile`` when set."""
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
+    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
         percentile = self.percentile
         if self.resource is ResourceName.CPU:
             if self.per_container_override and state.target_cpu_percentile is not None:
@@ -87,9 +98,14 @@ class PercentileEstimator:
             if self.per_container_override and state.target_memory_percentile is not None:
                 percentile = state.target_memory_percentile
             value = memory_amount_from_bytes(state.aggregate_memory_peaks.percentile(percentile))
-        if steps is not None:
-            steps.append((f"percentile {percentile:g} of the histogram", value))
+        if record is not None:
+            record.append(percentile)
+            record.append(value)
         return value
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        percentile = next(recorded)
+        return [(f"percentile {percentile:g} of the histogram", next(recorded))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +115,17 @@ class MarginEstimator:
     margin_fraction: float
     base_estimator: Estimator
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
-        base = self.base_estimator.estimate(state, steps)
+    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+        base = self.base_estimator.estimate(state, record)
         value = base + scale_resource(base, self.margin_fraction)
-        if steps is not None:
-            steps.append((f"safety margin {self.margin_fraction:g}", value))
+        if record is not None:
+            record.append(value)
         return value
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        steps = self.base_estimator.describe(recorded)
+        steps.append((f"safety margin {self.margin_fraction:g}", next(recorded)))
+        return steps
 
 
 def _minutes(duration_ns: int) -> float:
@@ -144,20 +165,28 @@ class ConfidenceMultiplier:
     base_estimator: Estimator
     confidence_interval_ns: int
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
+    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
         confidence = get_confidence(state, self.confidence_interval_ns)
-        base = self.base_estimator.estimate(state, steps)
+        base = self.base_estimator.estimate(state, record)
         factor = go_pow(1.0 + _divide(self.multiplier, confidence), self.exponent)
         value = scale_resource(base, factor)
-        if steps is not None:
-            steps.append(
-                (
-                    f"confidence {confidence:.4f}: x(1+{self.multiplier:g}/confidence)"
-                    f"^{self.exponent:g} = x{factor:.4f}",
-                    value,
-                )
-            )
+        if record is not None:
+            record.append(confidence)
+            record.append(factor)
+            record.append(value)
         return value
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        steps = self.base_estimator.describe(recorded)
+        confidence, factor = next(recorded), next(recorded)
+        steps.append(
+            (
+                f"confidence {confidence:.4f}: x(1+{self.multiplier:g}/confidence)"
+                f"^{self.exponent:g} = x{factor:.4f}",
+                next(recorded),
+            )
+        )
+        return steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +196,14 @@ class MinResourceEstimator:
     min_resource: int
     base_estimator: Estimator
 
-    def estimate(self, state: AggregateContainerState, steps: list[Step] | None = None) -> int:
-        base = self.base_estimator.estimate(state, steps)
+    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+        base = self.base_estimator.estimate(state, record)
         value = base if base > self.min_resource else self.min_resource
-        if steps is not None:
-            steps.append(("at least the per-container minimum", value))
+        if record is not None:
+            record.append(value)
         return value
+
+    def describe(self, recorded: Iterator[float]) -> list[Step]:
+        steps = self.base_estimator.describe(recorded)
+        steps.append(("at least the per-container minimum", next(recorded)))
+        return steps

@@ -47,8 +47,6 @@ from hpa.core.vpa.estimator import (
     MarginEstimator,
     MinResourceEstimator,
     PercentileEstimator,
-    Step,
-    get_confidence,
 )
 from hpa.core.vpa.policy import (
     ContainerScalingMode,
@@ -78,6 +76,7 @@ INTEGER_CPU_ANNOTATION_PREFIX = "vpa-post-processor.kubernetes.io/"
 INTEGER_CPU_ANNOTATION_SUFFIX = "_integerCPU"
 _BOUNDS = ("target", "lower_bound", "upper_bound")
 _NO_EXPLANATION = Explanation()
+_RESOURCES = (ResourceName.CPU, ResourceName.MEMORY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,15 +190,18 @@ class PodResourceRecommender:
         for container_name, state in container_name_to_aggregate_state_map.items():
             controlled = state.get_controlled_resources()
             values: list[int] = []
-            traced: list[tuple[str, ResourceName, tuple[Step, ...]]] = []
-            for estimator, resource, bound in chains:
-                steps: list[Step] = []
-                values.append(estimator.estimate(state, steps))
-                if resource in controlled:
-                    traced.append((bound, resource, tuple(steps)))
-            target = Resources(cpu=values[0], memory=values[1]).filtered(controlled)
-            lower = Resources(cpu=values[2], memory=values[3]).filtered(controlled)
-            upper = Resources(cpu=values[4], memory=values[5]).filtered(controlled)
+            recorded: list[tuple[float, ...]] = []
+            for estimator, _, _ in chains:
+                record: list[float] = []
+                values.append(estimator.estimate(state, record))
+                recorded.append(tuple(record))
+            target = Resources(cpu=values[0], memory=values[1])
+            lower = Resources(cpu=values[2], memory=values[3])
+            upper = Resources(cpu=values[4], memory=values[5])
+            if len(controlled) < len(_RESOURCES):
+                target = target.filtered(controlled)
+                lower = lower.filtered(controlled)
+                upper = upper.filtered(controlled)
             recommendation[container_name] = (target, lower, upper)
             parts.append(
                 (
@@ -211,11 +213,11 @@ class PodResourceRecommender:
                         state.last_sample_start_ns,
                         state.aggregate_cpu_usage.total_weight,
                         state.aggregate_memory_peaks.total_weight,
-                        get_confidence(state, self.confidence_interval_cpu_ns),
-                        get_confidence(state, self.confidence_interval_memory_ns),
                         min_cpu,
                         min_memory,
-                        tuple(traced),
+                        chains,
+                        controlled,
+                        tuple(recorded),
                     ),
                 )
             )
@@ -229,11 +231,11 @@ def _estimation_entries(
     last_sample_start_ns: int,
     cpu_total_weight: float,
     memory_total_weight: float,
-    cpu_confidence: float,
-    memory_confidence: float,
     min_cpu: int,
     min_memory: int,
-    traced: tuple[tuple[str, ResourceName, tuple[Step, ...]], ...],
+    chains: tuple[tuple[Estimator, ResourceName, str], ...],
+    controlled: frozenset[ResourceName],
+    recorded: tuple[tuple[float, ...], ...],
 ) -> list[TraceEntry]:
     entries = [
         TraceEntry(
@@ -244,20 +246,21 @@ def _estimation_entries(
                 ("last_sample_start_ns", last_sample_start_ns),
                 ("cpu_histogram_total_weight", cpu_total_weight),
                 ("memory_peaks_total_weight", memory_total_weight),
-                ("confidence_cpu", cpu_confidence),
-                ("confidence_memory", memory_confidence),
                 ("per_container_minimum_cpu", format_amount(ResourceName.CPU, min_cpu)),
                 ("per_container_minimum_memory", format_amount(ResourceName.MEMORY, min_memory)),
             ),
         )
     ]
-    for bound, resource, steps in traced:
-        final = steps[-1][1] if steps else 0
+    for (estimator, resource, bound), record in zip(chains, recorded, strict=True):
+        if resource not in controlled:
+            continue
+        steps = estimator.describe(iter(record))
+        final = int(steps[-1][1]) if steps else 0
         entries.append(
             TraceEntry(
                 Stage.ESTIMATION,
                 f"container {container_name} {resource} {bound}: {format_amount(resource, final)}",
-                tuple((label, format_amount(resource, amount)) for label, amount in steps),
+                tuple((label, format_amount(resource, int(amount))) for label, amount in steps),
             )
         )
     return entries
@@ -326,6 +329,8 @@ def get_container_name_to_aggregate_state_map(
 
 
 def _rounded(resources: Resources, recommendation_format: RecommendationFormat) -> Resources:
+    if recommendation_format.round_cpu_millicores == recommendation_format.round_memory_bytes == 1:
+        return resources
     cpu, memory = resources.cpu, resources.memory
     if cpu is not None and cpu != 0 and recommendation_format.round_cpu_millicores != 1:
         cpu = round_up_to_scale(cpu, recommendation_format.round_cpu_millicores)
@@ -386,6 +391,8 @@ def apply_integer_cpu(
 ) -> tuple[tuple[RecommendedContainerResources, ...], tuple[TraceEntry, ...]]:
     """Round CPU up to whole cores in every field of the opted-in containers
     (``IntegerCPUPostProcessor``)."""
+    if not containers:
+        return tuple(recommendations), ()
     result: list[RecommendedContainerResources] = []
     entries: list[TraceEntry] = []
     for r in recommendations:
@@ -436,6 +443,9 @@ def apply_vpa_policy(
     entries: list[TraceEntry] = []
     for r in recommendations:
         container_policy = get_container_resource_policy(r.container_name, policy)
+        if container_policy is None and global_max_allowed == NO_RESOURCES:
+            result.append(r)
+            continue
         min_allowed = container_policy.min_allowed if container_policy is not None else NO_RESOURCES
         max_allowed = container_policy.max_allowed if container_policy is not None else NO_RESOURCES
         maximum = Resources(

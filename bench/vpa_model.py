@@ -1,0 +1,160 @@
+"""The VPA recommendation model at scale: memory per state, ingest rate, recommendation time.
+
+Run::
+
+    .venv/bin/python -m bench.vpa_model --states 10000 --hours 192
+
+Each of ``--states`` containers has its own aggregate container state (``hpa.core.vpa``) and a
+``ContainerState`` feeding it, as the recommender keeps them. The workload is synthetic and
+deterministic: container ``i`` uses a base of 50 m to 2 cores and 64 MiB to 4 GiB (spread
+log-uniformly over the containers), times a diurnal factor ``1 + 0.5 sin(2 pi h / 24)``, times a
+per-sample jitter of +-20 % (CPU) or +-5 % (memory). One CPU sample and one memory sample per
+container per hour for ``--hours`` hours (192 = 8 days, the history bootstrap's default).
+
+* **ingest**: samples (CPU and memory, each counted) per CPU-second of this process
+  (``time.process_time``), generation of the numbers included; goal >= 300,000;
+* **memory per aggregate container state**: ``tracemalloc``'s traced bytes after the same ingest
+  in a fresh set of states, with the ``ContainerState`` objects dropped, divided by the number of
+  states; goal <= 3 KB (upstream's Go structures take about 2.8 KB);
+* **recommendation**: CPU-seconds to compute the recommendation of every container (one VPA per
+  container, upstream's default chains, the explanation recorded but not rendered); goal <= 1 s
+  for 10,000; the time to render every explanation is reported beside it.
+
+Only ratios and CPU times are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import sys
+import time
+import tracemalloc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hpa.core.vpa.aggregation import AggregateContainerState, ContainerState
+from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
+from hpa.core.vpa.recommender import create_pod_resource_recommender, recommend
+
+HOUR_NS = 3600 * NANOSECONDS_PER_SECOND
+START_NS = 1_767_225_600 * NANOSECONDS_PER_SECOND  # 2026-01-01T00:00:00Z
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Result:
+    states: int
+    hours: int
+    samples: int
+    ingest_cpu_seconds: float
+    bytes_per_state: float
+    recommend_cpu_seconds: float
+    render_cpu_seconds: float
+
+
+def _jitter(seed: int) -> float:
+    """A deterministic value in [-1, 1) from an integer (an LCG step)."""
+    return ((seed * 6364136223846793005 + 1442695040888963407) % 2**64) / 2**63 - 1.0
+
+
+def ingest(containers: Sequence[ContainerState], hours: int) -> int:
+    """Feed ``hours`` hourly CPU and memory samples to every container; return the count."""
+    n = len(containers)
+    bases = [
+        (50 * math.exp(math.log(40) * i / n), 64 * MIB * math.exp(math.log(64) * i / n))
+        for i in range(n)
+    ]
+    count = 0
+    for hour in range(hours):
+        t = START_NS + hour * HOUR_NS
+        diurnal = 1.0 + 0.5 * math.sin(2 * math.pi * hour / 24)
+        for i, container in enumerate(containers):
+            cpu_base, memory_base = bases[i]
+            noise = _jitter(hour * n + i)
+            container.add_cpu_sample(t, int(cpu_base * diurnal * (1.0 + 0.2 * noise)))
+            container.add_memory_sample(t, int(memory_base * diurnal * (1.0 + 0.05 * noise)))
+            count += 2
+    return count
+
+
+def build(states: int) -> tuple[list[AggregateContainerState], list[ContainerState]]:
+    aggregates = [AggregateContainerState(creation_time_ns=START_NS) for _ in range(states)]
+    return aggregates, [ContainerState(a) for a in aggregates]
+
+
+def measure(args: argparse.Namespace) -> Result:
+    aggregates, containers = build(args.states)
+    gc.collect()
+    started = time.process_time()
+    samples = ingest(containers, args.hours)
+    ingest_seconds = time.process_time() - started
+
+    recommender = create_pod_resource_recommender()
+    started = time.process_time()
+    results = [recommend({"app": state}, recommender=recommender) for state in aggregates]
+    recommend_seconds = time.process_time() - started
+    started = time.process_time()
+    for result in results:
+        result.explanation.render()
+    render_seconds = time.process_time() - started
+    del results, aggregates, containers
+    gc.collect()
+
+    tracemalloc.start()
+    baseline = tracemalloc.get_traced_memory()[0]
+    aggregates, containers = build(args.states)
+    ingest(containers, args.hours)
+    del containers
+    gc.collect()
+    traced = tracemalloc.get_traced_memory()[0] - baseline
+    tracemalloc.stop()
+    return Result(
+        states=args.states,
+        hours=args.hours,
+        samples=samples,
+        ingest_cpu_seconds=ingest_seconds,
+        bytes_per_state=(traced - sys.getsizeof(aggregates)) / args.states,
+        recommend_cpu_seconds=recommend_seconds,
+        render_cpu_seconds=render_seconds,
+    )
+
+
+def render(result: Result, *, command: str) -> str:
+    rate = result.samples / result.ingest_cpu_seconds
+    return "\n".join(
+        [
+            f"$ {command}",
+            f"states: {result.states}, hours of history: {result.hours}, samples: {result.samples}",
+            f"ingest: {rate:,.0f} samples per CPU-second "
+            f"({result.ingest_cpu_seconds:.2f} CPU-s; goal >= 300,000)",
+            f"memory per aggregate container state: {result.bytes_per_state:,.0f} bytes "
+            "(goal <= 3,072)",
+            f"recommendation for {result.states} containers: "
+            f"{result.recommend_cpu_seconds:.3f} CPU-s (goal <= 1 s for 10,000); "
+            f"rendering every explanation: {result.render_cpu_seconds:.3f} CPU-s",
+        ]
+    )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.vpa_model", description=__doc__)
+    parser.add_argument("--states", type=int, default=10_000, help="containers (default 10000)")
+    parser.add_argument(
+        "--hours", type=int, default=192, help="hours of hourly samples (default 192 = 8 days)"
+    )
+    args = parser.parse_args(argv)
+    if args.states < 1 or args.hours < 1:
+        parser.error("--states and --hours must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    command = "python -m bench.vpa_model " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(render(measure(args), command=command.strip()))
+
+
+if __name__ == "__main__":
+    main()
