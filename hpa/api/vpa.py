@@ -68,6 +68,7 @@ __all__ = [
     "histogram_checkpoint_to_core",
     "pod_resource_policy_to_core",
     "recommendation_from_core",
+    "recommendation_to_core",
     "resources_from_core",
     "resources_to_core",
     "time_from_ns",
@@ -402,4 +403,20 @@ def recommendation_from_core(
             )
             for r in recommendation.container_recommendations
         ]
+    )
+
+
+def recommendation_to_core(
+    recommendation: RecommendedPodResources,
+) -> tuple[core_recommender.RecommendedContainerResources, ...]:
+    """``status.recommendation`` as the capping and admission code reads it."""
+    return tuple(
+        core_recommender.RecommendedContainerResources(
+            container_name=r.container_name,
+            target=resources_to_core(r.target),
+            lower_bound=resources_to_core(r.lower_bound),
+            upper_bound=resources_to_core(r.upper_bound),
+            uncapped_target=resources_to_core(r.uncapped_target),
+        )
+        for r in recommendation.container_recommendations
     )
