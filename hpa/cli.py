@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_controller_command(commands)
     _add_explain_command(commands)
     _add_adapter_command(commands)
+    _add_vpa_commands(commands)
     _add_simulator_commands(commands)
     return parser
 
@@ -61,6 +62,28 @@ def _add_adapter_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     from adapter.server import cli as adapter_cli
 
     adapter_cli.add_command(commands)
+
+
+def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hpa vpa admission``: the vertical autoscaler's parts (``hpa.app.webhook``)."""
+    from hpa.app import webhook
+
+    vpa = commands.add_parser(
+        "vpa",
+        help="run a part of the vertical pod autoscaler",
+        description="The vertical pod autoscaler (autoscaling.k8s.io/v1 VerticalPodAutoscalers).",
+    )
+    parts = vpa.add_subparsers(dest="vpa_command", metavar="PART", required=True)
+    admission = parts.add_parser(
+        "admission",
+        help="serve the admission webhook that sets new pods' requests",
+        description=(
+            "Serve the mutating admission webhook: new pods of a VPA-managed workload get the "
+            "VPA's capped recommendation as requests (upstream flag names)."
+        ),
+    )
+    webhook.add_flags(admission)
+    admission.set_defaults(handler=webhook.main)
 
 
 def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -32,9 +32,13 @@ from hpa.core.selector import (
     selector_from_labels,
 )
 from hpa.core.vpa.matching import ControllerKey
+from hpa.kube.client import ApiError, NotFoundError, TransportError
+from hpa.kube.records import ScaleTargetRef
+from hpa.kube.scale import ScaleClient
 
 __all__ = [
     "WELL_KNOWN_KINDS",
+    "ApiScaleReader",
     "ControllerLookup",
     "ControllerRecord",
     "NodeInvalidOwnerError",
@@ -238,3 +242,24 @@ class TargetResolver:
             return parse_selector(scale.selector)
         except SelectorError as error:
             raise TargetError(f"invalid scale selector {scale.selector!r}: {error}") from error
+
+
+class ApiScaleReader:
+    """``/scale`` reads through the API server, with the HPA's ``ScaleClient`` (its discovery
+    cache maps the kind to its resource, as upstream's ``RESTMappings``)."""
+
+    def __init__(self, scales: ScaleClient) -> None:
+        self._scales = scales
+
+    async def get_scale(self, key: ControllerKey) -> ScaleInfo | None:
+        target = ScaleTargetRef(api_version=key.api_version, kind=key.kind, name=key.name)
+        try:
+            scale = await self._scales.get(key.namespace, target)
+        except NotFoundError:  # NoScaleSubresourceError included
+            return None
+        except (ApiError, TransportError) as error:
+            raise TargetError(str(error)) from error
+        return ScaleInfo(
+            selector=scale.selector,
+            owner=_controller_owner(scale.raw.get("metadata") or {}, key.namespace),
+        )

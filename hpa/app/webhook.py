@@ -1,0 +1,306 @@
+"""``hpa vpa admission``: the VPA admission webhook, wired to a real API server.
+
+Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
+``pkg/admission-controller/main.go`` (flags ``--port`` 8000, ``--address`` ``:8944`` for
+``/metrics`` and health, ``--tls-cert-file``, ``--tls-private-key``, ``--kubeconfig``; informers
+for VPAs, LimitRanges and the well-known controllers; the serving certificate reloaded when its
+files change).
+
+One ``asyncio.TaskGroup``: the informers (VPAs, LimitRanges, HPAs and the seven well-known
+controller kinds), the TLS webhook listener, the operations listener and the certificate reload.
+``/readyz`` is ready once every informer has listed. The webhook needs no leader: every replica
+answers. Registration (the ``MutatingWebhookConfiguration`` with ``failurePolicy: Ignore``) is the
+chart's; see ``docs/vpa.md``.
+
+Deliberate deviations: no ``--register-webhook`` self-registration, no status Lease (the updater
+reads the webhook's readiness from its Service instead); ``--hpa-awareness`` is ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from adapter.server.cli import configure_logging
+from hpa.controllers.conversion import hpa_from_dict
+from hpa.core.vpa.awareness import HorizontalScaler, HpaAwareness
+from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.clock import Clock, SystemClock
+from hpa.kube.informer import Informer
+from hpa.kube.records import HpaRecord, parse_hpa
+from hpa.kube.scale import ResourceMapper, ScaleClient
+from hpa.kube.targets import ApiScaleReader, ControllerRecord, TargetResolver, parse_controller
+from hpa.kube.tls import ServingCertificates
+from hpa.kube.vpa_records import LimitRangeRecord, VpaRecord, parse_limit_range, parse_vpa
+from hpa.webhook.handler import AdmissionHandler
+from hpa.webhook.matcher import InformerVpaMatcher
+from hpa.webhook.server import WebhookMetrics, build_operations_app, build_webhook_app
+
+log = structlog.get_logger("hpa.app.webhook")
+
+VPA_PATH = "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers"
+LIMIT_RANGE_PATH = "/api/v1/limitranges"
+HPA_PATH = "/apis/autoscaling/v2/horizontalpodautoscalers"
+CONTROLLER_PATHS = {
+    "Deployment": "/apis/apps/v1/deployments",
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+    "StatefulSet": "/apis/apps/v1/statefulsets",
+    "DaemonSet": "/apis/apps/v1/daemonsets",
+    "Job": "/apis/batch/v1/jobs",
+    "CronJob": "/apis/batch/v1/cronjobs",
+    "ReplicationController": "/api/v1/replicationcontrollers",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionSettings:
+    """``hpa vpa admission`` flags (upstream's names where upstream has the flag)."""
+
+    port: int = 8000
+    """``--port``: the TLS listener kube-apiserver calls."""
+    address: str = ":8944"
+    """``--address``: ``host:port`` of ``/metrics``, ``/healthz`` and ``/readyz`` (plain HTTP)."""
+    tls_cert_file: Path = Path("/etc/tls-certs/serverCert.pem")
+    """``--tls-cert-file``: the serving certificate (PEM), reloaded when it changes."""
+    tls_private_key: Path = Path("/etc/tls-certs/serverKey.pem")
+    """``--tls-private-key``: its key (PEM)."""
+    tls_check_interval_seconds: float = 10.0
+    """``--tls-check-interval``: how often the certificate files are checked (seconds)."""
+    kubeconfig: str | None = None
+    """``--kubeconfig``: empty means in-cluster configuration."""
+    hpa_awareness: HpaAwareness = HpaAwareness.EXCLUDE
+    """``--hpa-awareness``: exclude, warn or off (see ``docs/vpa.md``)."""
+    log_level: str = "info"
+    """``--log-level``: debug, info, warning or error."""
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    d = AdmissionSettings()
+    parser.add_argument("--port", type=int, default=d.port, help="TLS port of the webhook")
+    parser.add_argument(
+        "--address", default=d.address, help="host:port of /metrics, /healthz and /readyz"
+    )
+    parser.add_argument("--tls-cert-file", type=Path, default=d.tls_cert_file)
+    parser.add_argument("--tls-private-key", type=Path, default=d.tls_private_key)
+    parser.add_argument(
+        "--tls-check-interval", type=float, default=d.tls_check_interval_seconds, metavar="SECONDS"
+    )
+    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument(
+        "--hpa-awareness",
+        choices=[a.value for a in HpaAwareness],
+        default=d.hpa_awareness.value,
+        help="leave the resources an HPA scales on alone (exclude), only report (warn), or off",
+    )
+    parser.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
+    port = str(args.address).rpartition(":")[2]
+    if not port.isdigit():
+        raise ValueError(f"--address: {args.address!r} is not host:port")
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port: {args.port} is not a port")
+    if args.tls_check_interval <= 0:
+        raise ValueError("--tls-check-interval: must be positive")
+    for flag, path in (
+        ("--tls-cert-file", args.tls_cert_file),
+        ("--tls-private-key", args.tls_private_key),
+    ):
+        if not Path(path).is_file():
+            raise ValueError(f"{flag}: {path} does not exist")
+    return AdmissionSettings(
+        port=args.port,
+        address=args.address,
+        tls_cert_file=Path(args.tls_cert_file),
+        tls_private_key=Path(args.tls_private_key),
+        tls_check_interval_seconds=args.tls_check_interval,
+        kubeconfig=args.kubeconfig or None,
+        hpa_awareness=HpaAwareness(args.hpa_awareness),
+        log_level=args.log_level,
+    )
+
+
+class _Controllers:
+    """``ControllerLookup`` over the well-known controllers' informer stores."""
+
+    def __init__(self, informers: dict[str, Informer[ControllerRecord]]) -> None:
+        self._informers = informers
+
+    def get(self, kind: str, namespace: str, name: str) -> ControllerRecord | None:
+        informer = self._informers.get(kind)
+        return None if informer is None else informer.store.get_by_name(namespace, name)
+
+
+def _scalers(
+    store_list: Callable[[str], list[HpaRecord]],
+) -> Callable[[str], Sequence[HorizontalScaler]]:
+    def scalers(namespace: str) -> Sequence[HorizontalScaler]:
+        out = []
+        for record in store_list(namespace):
+            try:
+                hpa = hpa_from_dict(record.raw)
+            except ValueError as error:
+                log.info("hpa_unreadable", hpa=f"{namespace}/{record.name}", error=str(error))
+                continue
+            out.append(HorizontalScaler(namespace, record.name, hpa.spec))
+        return out
+
+    return scalers
+
+
+@dataclass
+class AdmissionApp:
+    settings: AdmissionSettings
+    informers: Sequence[Informer[Any]]
+    certificates: ServingCertificates
+    webhook: web.Application
+    operations: web.Application
+    clock: Clock
+
+    def ready(self) -> bool:
+        return all(informer.has_synced() for informer in self.informers)
+
+    async def _serve(self, app: web.Application, host: str, port: int, *, tls: bool) -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(
+                runner, host or None, port, ssl_context=self.certificates.context if tls else None
+            )
+            await site.start()
+            log.info("listening", host=host or "*", port=port, tls=tls)
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    async def run(self) -> None:
+        host, _, port = self.settings.address.rpartition(":")
+        tasks: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            (f"informer {informer.path}", informer.run) for informer in self.informers
+        ]
+        tasks += [
+            ("webhook", lambda: self._serve(self.webhook, "", self.settings.port, tls=True)),
+            ("operations", lambda: self._serve(self.operations, host, int(port), tls=False)),
+            (
+                "certificates",
+                lambda: self.certificates.run(
+                    self.clock, interval_seconds=self.settings.tls_check_interval_seconds
+                ),
+            ),
+        ]
+        async with asyncio.TaskGroup() as group:
+            for name, run in tasks:
+                group.create_task(_guarded(name, run), name=name)
+
+
+async def _guarded(name: str, run: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await run()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("task_failed", task=name)
+        raise
+
+
+def build_app(
+    settings: AdmissionSettings,
+    client: KubeClient,
+    *,
+    clock: Clock,
+    registry: CollectorRegistry,
+) -> AdmissionApp:
+    vpa_informer: Informer[VpaRecord] = Informer(client, VPA_PATH, parse=parse_vpa, clock=clock)
+    limit_informer: Informer[LimitRangeRecord] = Informer(
+        client, LIMIT_RANGE_PATH, parse=parse_limit_range, clock=clock
+    )
+    hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
+    controllers: dict[str, Informer[ControllerRecord]] = {
+        kind: Informer(
+            client, path, parse=functools.partial(parse_controller, kind=kind), clock=clock
+        )
+        for kind, path in CONTROLLER_PATHS.items()
+    }
+    scales = ScaleClient(client, ResourceMapper(client, clock=clock))
+    resolver = TargetResolver(_Controllers(controllers), ApiScaleReader(scales))
+    matcher = InformerVpaMatcher(
+        vpas=vpa_informer.store.list_namespace,
+        limit_ranges=limit_informer.store.list_namespace,
+        hpas=_scalers(hpa_informer.store.list_namespace),
+        resolver=resolver,
+    )
+    handler = AdmissionHandler(matcher, awareness=settings.hpa_awareness)
+    informers: list[Informer[Any]] = [
+        vpa_informer,
+        limit_informer,
+        hpa_informer,
+        *controllers.values(),
+    ]
+    app = AdmissionApp(
+        settings=settings,
+        informers=informers,
+        certificates=ServingCertificates(settings.tls_cert_file, settings.tls_private_key),
+        webhook=build_webhook_app(handler, metrics=WebhookMetrics(registry)),
+        operations=build_operations_app(registry=registry, ready=lambda: app.ready()),
+        clock=clock,
+    )
+    return app
+
+
+async def _run(settings: AdmissionSettings) -> int:
+    clock = SystemClock()
+    registry = CollectorRegistry()
+    client = await load_client(
+        ClientSettings(kubeconfig_path=settings.kubeconfig, user_agent="hpa-vpa-admission"),
+        clock=clock,
+        registry=registry,
+    )
+    app = build_app(settings, client, clock=clock, registry=registry)
+    main_task = asyncio.current_task()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        if main_task is not None:
+            main_task.cancel()
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop)
+    log.info("admission_starting", port=settings.port, address=settings.address)
+    try:
+        await app.run()
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+        log.info("admission_stopped")
+    finally:
+        await aclose_quietly(client)
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """The ``vpa admission`` subcommand's handler."""
+    configure_logging(getattr(args, "log_level", "info"))
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        log.error("invalid_settings", error=str(error))
+        return 2
+    return asyncio.run(_run(settings))
