@@ -12,8 +12,11 @@ controller kinds), the TLS webhook listener, the operations listener and the cer
 answers. Registration (the ``MutatingWebhookConfiguration`` with ``failurePolicy: Ignore``) is the
 chart's; see ``docs/vpa.md``.
 
-Deliberate deviations: no ``--register-webhook`` self-registration, no status Lease (the updater
-reads the webhook's readiness from its Service instead); ``--hpa-awareness`` is ours.
+The status Lease (``--status-lease-name``, ``vpa-admission-controller``) is renewed every
+``--status-lease-update-interval`` as upstream's, so upstream's updater, which pauses while it is
+stale, works with this webhook.
+
+Deliberate deviations: no ``--register-webhook`` self-registration; ``--hpa-awareness`` is ours.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +39,12 @@ from prometheus_client import CollectorRegistry
 
 from adapter.server.cli import configure_logging
 from hpa.controllers.conversion import hpa_from_dict
+from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HorizontalScaler, HpaAwareness
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer
+from hpa.kube.leader import KubeLeaseStore, StatusLease
 from hpa.kube.records import HpaRecord, parse_hpa
 from hpa.kube.scale import ResourceMapper, ScaleClient
 from hpa.kube.targets import ApiScaleReader, ControllerRecord, TargetResolver, parse_controller
@@ -83,6 +90,14 @@ class AdmissionSettings:
     """``--hpa-awareness``: exclude, warn or off (see ``docs/vpa.md``)."""
     log_level: str = "info"
     """``--log-level``: debug, info, warning or error."""
+    status_lease_name: str = "vpa-admission-controller"
+    """``--status-lease-name``: the Lease the updater reads to know the webhook is alive."""
+    status_lease_namespace: str = "kube-system"
+    """``--status-lease-namespace``: defaults to ``$NAMESPACE``, else ``kube-system``."""
+    status_lease_update_interval_seconds: float = 10.0
+    """``--status-lease-update-interval`` (a Go duration, 10s): how often that Lease is renewed."""
+    identity: str = ""
+    """The Lease's ``holderIdentity``: the host name."""
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +121,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level
     )
+    parser.add_argument("--status-lease-name", default=d.status_lease_name)
+    parser.add_argument("--status-lease-namespace", default="")
+    parser.add_argument("--status-lease-update-interval", default="10s", metavar="DURATION")
 
 
 def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
@@ -122,7 +140,19 @@ def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
     ):
         if not Path(path).is_file():
             raise ValueError(f"{flag}: {path} does not exist")
+    try:
+        lease_interval = parse_duration_seconds(args.status_lease_update_interval)
+    except ValueError as error:
+        raise ValueError(f"--status-lease-update-interval: {error}") from None
+    if lease_interval <= 0:
+        raise ValueError("--status-lease-update-interval: must be positive")
     return AdmissionSettings(
+        status_lease_name=args.status_lease_name,
+        status_lease_namespace=args.status_lease_namespace
+        or os.environ.get("NAMESPACE")
+        or "kube-system",
+        status_lease_update_interval_seconds=lease_interval,
+        identity=socket.gethostname(),
         port=args.port,
         address=args.address,
         tls_cert_file=Path(args.tls_cert_file),
@@ -170,6 +200,7 @@ class AdmissionApp:
     webhook: web.Application
     operations: web.Application
     clock: Clock
+    status_lease: StatusLease
 
     def ready(self) -> bool:
         return all(informer.has_synced() for informer in self.informers)
@@ -195,6 +226,7 @@ class AdmissionApp:
         tasks += [
             ("webhook", lambda: self._serve(self.webhook, "", self.settings.port, tls=True)),
             ("operations", lambda: self._serve(self.operations, host, int(port), tls=False)),
+            ("status lease", self.status_lease.run),
             (
                 "certificates",
                 lambda: self.certificates.run(
@@ -257,6 +289,12 @@ def build_app(
         webhook=build_webhook_app(handler, metrics=WebhookMetrics(registry)),
         operations=build_operations_app(registry=registry, ready=lambda: app.ready()),
         clock=clock,
+        status_lease=StatusLease(
+            KubeLeaseStore(client, settings.status_lease_namespace, settings.status_lease_name),
+            identity=settings.identity or socket.gethostname(),
+            interval_seconds=settings.status_lease_update_interval_seconds,
+            clock=clock,
+        ),
     )
     return app
 

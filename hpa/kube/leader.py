@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -321,3 +321,53 @@ class LeaderElector:
                     self._log.warning("lease_release_timed_out")
             self._stop_leading()
             raise
+
+
+class StatusLease:
+    """A component's liveness published as a Lease that others read (not an election).
+
+    Upstream counterpart: the VPA's ``pkg/utils/status`` (``Updater``, ``Client.UpdateStatus``):
+    every ``interval_seconds`` the Lease's ``renewTime`` and ``holderIdentity`` are written (the
+    Lease is created with ``leaseDurationSeconds`` equal to the interval when missing); a conflict
+    or an already-existing Lease means another replica wrote it, which is no error. The VPA
+    updater skips its loop while the admission controller's status Lease is older than a minute.
+    """
+
+    def __init__(
+        self, store: LeaseStore, *, identity: str, interval_seconds: float, clock: Clock
+    ) -> None:
+        self._store = store
+        self._identity = identity
+        self._interval_seconds = interval_seconds
+        self._clock = clock
+        self.renewals = 0
+
+    async def renew(self) -> None:
+        now = self._clock.now()
+        current = await self._store.get()
+        try:
+            if current is None:
+                await self._store.create(
+                    LeaseRecord(
+                        holder_identity=self._identity,
+                        lease_duration_seconds=int(self._interval_seconds),
+                        acquire_time=None,
+                        renew_time=now,
+                        lease_transitions=0,
+                    )
+                )
+            else:
+                await self._store.update(
+                    replace(current, holder_identity=self._identity, renew_time=now)
+                )
+        except ConflictError:
+            return
+        self.renewals += 1
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self.renew(), timeout=self._interval_seconds)
+            except (ApiError, TransportError, TimeoutError) as error:
+                log.warning("status_lease_renew_failed", identity=self._identity, error=str(error))
+            await self._clock.sleep(self._interval_seconds)

@@ -236,7 +236,9 @@ def test_flags_are_checked_with_a_one_line_error(tmp_path: Path) -> None:
     add_flags(parser)
     cert, key = write_self_signed(tmp_path)
     good = parser.parse_args(["--tls-cert-file", str(cert), "--tls-private-key", str(key)])
-    assert settings_from_args(good).port == 8000
+    settings = settings_from_args(good)
+    assert (settings.port, settings.status_lease_update_interval_seconds) == (8000, 10.0)
+    assert settings.status_lease_name == "vpa-admission-controller"
     for argv, message in (
         (["--tls-cert-file", "/nope", "--tls-private-key", str(key)], "--tls-cert-file: /nope"),
         (
@@ -244,6 +246,13 @@ def test_flags_are_checked_with_a_one_line_error(tmp_path: Path) -> None:
             "--address",
         ),
         (["--tls-cert-file", str(cert), "--tls-private-key", str(key), "--port", "0"], "--port"),
+        (
+            [
+                *("--tls-cert-file", str(cert), "--tls-private-key", str(key)),
+                *("--status-lease-update-interval", "10"),
+            ],
+            "--status-lease-update-interval",
+        ),
     ):
         with pytest.raises(ValueError, match=message):
             settings_from_args(parser.parse_args(argv))

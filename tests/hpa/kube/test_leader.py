@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -16,6 +17,7 @@ from hpa.kube.leader import (
     LeaderElectionSettings,
     LeaderElector,
     LeaseRecord,
+    StatusLease,
 )
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.clock import FakeClock
@@ -226,3 +228,32 @@ async def test_the_fence_closes_at_the_renew_deadline_even_if_the_loop_is_stuck(
     assert not a.is_leader()
     with pytest.raises(NotLeaderError):
         a.check()
+
+
+async def test_a_status_lease_is_created_then_renewed_and_a_conflict_is_no_error() -> None:
+    store = FakeLeaseStore()
+    clock = FakeClock()
+    status = StatusLease(store, identity="webhook-0", interval_seconds=10.0, clock=clock)
+    await status.renew()
+    assert store.record is not None
+    created = store.record
+    assert (created.holder_identity, created.lease_duration_seconds) == ("webhook-0", 10)
+    await clock.advance(10.0)
+    await status.renew()
+    assert store.record.renew_time is not None
+    assert created.renew_time is not None
+    assert store.record.renew_time - created.renew_time == timedelta(seconds=10)
+
+    class Racing(FakeLeaseStore):
+        """Another replica writes between our read and our write."""
+
+        async def get(self) -> LeaseRecord | None:
+            read = await super().get()
+            assert self.record is not None
+            self._store(self.record)
+            return read
+
+    racing = Racing()
+    racing.record = created
+    await StatusLease(racing, identity="w", interval_seconds=10.0, clock=clock).renew()
+    assert status.renewals == 2
