@@ -14,15 +14,20 @@ behaviour against a real API server is the lab's job (``tests/e2e``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import Mapping
+import random
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import orjson
 from aiohttp import web
 
 from hpa.core.selector import parse_selector
+from hpa.kube.client import KubeClient, RetryPolicy
+from tests.fakes.clock import FakeClock
 
 JsonObject = dict[str, Any]
 
@@ -508,3 +513,24 @@ class FakeApiServer:
                 "selector": ",".join(f"{k}={v}" for k, v in sorted(match_labels.items())),
             },
         }
+
+
+@contextlib.asynccontextmanager
+async def running(
+    resources: tuple[ResourceInfo, ...] = DEFAULT_RESOURCES, *, max_attempts: int = 2
+) -> AsyncIterator[tuple[FakeApiServer, KubeClient]]:
+    """A started server and a client of ours pointed at it (fake clock, seeded jitter)."""
+    server = FakeApiServer(resources)
+    await server.start()
+    client = KubeClient(
+        aiohttp.ClientSession(),
+        server.url,
+        clock=FakeClock(auto_advance=True),
+        rng=random.Random(1),
+        retry=RetryPolicy(max_attempts=max_attempts),
+    )
+    try:
+        yield server, client
+    finally:
+        await client.close()
+        await server.close()

@@ -6,12 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -19,9 +17,9 @@ from prometheus_client import CollectorRegistry
 
 from hpa.app.webhook import AdmissionSettings, add_flags, build_app, settings_from_args
 from hpa.core.vpa.admission import apply_patch
-from hpa.kube.client import KubeClient, RetryPolicy
+from hpa.kube.client import KubeClient
 from hpa.kube.tls import write_self_signed
-from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
+from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo, running
 from tests.fakes.clock import FakeClock
 from tests.hpa.webhook.reviews import pod, review
 
@@ -41,25 +39,19 @@ EXTRA = (
 
 
 @pytest.fixture
-async def apiserver() -> AsyncIterator[FakeApiServer]:
-    server = FakeApiServer((*DEFAULT_RESOURCES, *EXTRA))
-    await server.start()
-    yield server
-    await server.close()
+async def served() -> AsyncIterator[tuple[FakeApiServer, KubeClient]]:
+    async with running((*DEFAULT_RESOURCES, *EXTRA)) as pair:
+        yield pair
 
 
 @pytest.fixture
-async def kube(apiserver: FakeApiServer) -> AsyncIterator[KubeClient]:
-    session = aiohttp.ClientSession()
-    client = KubeClient(
-        session,
-        apiserver.url,
-        clock=FakeClock(auto_advance=True),
-        rng=random.Random(1),
-        retry=RetryPolicy(max_attempts=2),
-    )
-    yield client
-    await client.close()
+def apiserver(served: tuple[FakeApiServer, KubeClient]) -> FakeApiServer:
+    return served[0]
+
+
+@pytest.fixture
+def kube(served: tuple[FakeApiServer, KubeClient]) -> KubeClient:
+    return served[1]
 
 
 def seed(apiserver: FakeApiServer, *, hpa_on_cpu: bool = False) -> None:
