@@ -1,0 +1,116 @@
+"""One VPA's pass of the recommender loop: recommend, update its recommendation and conditions.
+
+Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
+``pkg/recommender/routines/recommender.go`` (``processVPAUpdate``: the pod resource recommender
+over the VPA's aggregates by container name, checkpointed states merged in, the post-processors,
+``UpdateRecommendation``, ``UpdateConditions(PodCount > 0)``, ``RecordRecommendation``).
+
+Additions (documented in ``docs/vpa.md``):
+
+- ``LowConfidence``, which upstream defines but never sets, is true while some container's
+  history is shorter than ``low_confidence_below_ns`` (one day by default: the confidence of
+  ``getConfidence`` below 1.0), false once every container has that much;
+- ``HorizontalScalingConflictAvoided`` reports the resources an HPA scales the workload on
+  (``hpa.core.vpa.awareness``); it is removed when there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hpa.core.explain import Explanation
+from hpa.core.vpa.aggregation import AggregateContainerState
+from hpa.core.vpa.amount import NO_RESOURCES, Resources
+from hpa.core.vpa.awareness import (
+    CONDITION_TYPE as CONFLICT_CONDITION,
+)
+from hpa.core.vpa.awareness import (
+    HorizontalConflict,
+    HpaAwareness,
+    conflict_condition,
+)
+from hpa.core.vpa.cluster import ClusterState, VpaState
+from hpa.core.vpa.estimator import get_confidence
+from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
+from hpa.core.vpa.recommender import (
+    PodResourceRecommender,
+    RecommendationFormat,
+    recommend,
+)
+
+__all__ = ["LOW_CONFIDENCE", "VpaUpdate", "process_vpa_update"]
+
+LOW_CONFIDENCE = "LowConfidence"
+DAY_NS = 86_400 * NANOSECONDS_PER_SECOND
+
+
+@dataclass(frozen=True, slots=True)
+class VpaUpdate:
+    """What the pass did: ``first_recommendation`` when the VPA has one for the first time (for
+    the recommendation-latency metric), ``missing`` upstream's "missing recommendation" message
+    when it is due, and the trace of the recommendation."""
+
+    first_recommendation: bool
+    missing: str | None
+    explanation: Explanation
+
+
+def _low_confidence(
+    states: dict[str, AggregateContainerState], interval_ns: int
+) -> tuple[bool, str]:
+    short = sorted(name for name, s in states.items() if get_confidence(s, interval_ns) < 1.0)
+    if not short:
+        return False, ""
+    return True, "less than a day of usage history for container(s): " + ", ".join(short)
+
+
+def process_vpa_update(
+    cluster: ClusterState,
+    vpa: VpaState,
+    *,
+    recommender: PodResourceRecommender,
+    now_ns: int,
+    recommendation_format: RecommendationFormat | None = None,
+    integer_cpu: frozenset[str] = frozenset(),
+    global_max_allowed: Resources = NO_RESOURCES,
+    conflicts: Sequence[HorizontalConflict] = (),
+    awareness: HpaAwareness = HpaAwareness.EXCLUDE,
+    low_confidence_below_ns: int = DAY_NS,
+) -> VpaUpdate:
+    """``processVPAUpdate`` up to the status write (the caller writes ``vpa``'s status when it
+    differs from the observed one)."""
+    states = vpa.aggregate_state_by_container_name(cluster.config)
+    had = vpa.has_recommendation()
+    result = recommend(
+        states,
+        recommender=recommender,
+        policy=vpa.resource_policy,
+        per_vpa_config=vpa.per_vpa_config,
+        recommendation_format=recommendation_format or RecommendationFormat(),
+        integer_cpu=integer_cpu,
+        global_max_allowed=global_max_allowed,
+    )
+    vpa.update_recommendation(result.container_recommendations)
+    vpa.update_conditions(vpa.pod_count > 0, now_ns=now_ns)
+    low, message = _low_confidence(states, low_confidence_below_ns)
+    if states:
+        vpa.set_condition(
+            LOW_CONFIDENCE, low, "ShortHistory" if low else "", message, now_ns=now_ns
+        )
+    condition = conflict_condition(conflicts, awareness=awareness)
+    if condition is None:
+        vpa.conditions.pop(CONFLICT_CONDITION, None)
+    else:
+        vpa.set_condition(
+            condition.type,
+            condition.status == "True",
+            condition.reason,
+            condition.message,
+            now_ns=now_ns,
+        )
+    return VpaUpdate(
+        first_recommendation=vpa.has_recommendation() and not had,
+        missing=cluster.record_recommendation(vpa, now_ns),
+        explanation=result.explanation,
+    )
