@@ -73,7 +73,8 @@ def test_loading_into_a_missing_vpa_names_it() -> None:
     cluster, vpa = fed(hours=1)
     (status,) = checkpoint_states(cluster, vpa, now_ns=T0 + HOUR).values()
     empty = ClusterState(gc_interval_ns=HOUR)
-    with pytest.raises(ValueError, match="^cannot load checkpoint to missing VPA object shop/web$"):
+    missing = r"^cannot load checkpoint to missing VPA object shop/web$"
+    with pytest.raises(ValueError, match=missing):
         load_checkpoint(empty, WEB, "app", status)
 
 
