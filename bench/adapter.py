@@ -44,7 +44,7 @@ the client's own scheduling lag (p99 of actual minus scheduled send time; if it 
 machine was too busy for the numbers to mean much), and the adapter's CPU seconds per 1,000
 requests from ``/proc/<pid>/stat`` (utime + stime) around the adapter segments, plus Prometheus's
 and the load generator's CPU per 1,000 requests for each path. ``--profile FILE`` runs the
-adapter under ``cProfile`` timed by ``time.process_time``. Results: docs/performance-adapter.md.
+adapter under ``cProfile`` timed by ``time.process_time``. Results: docs/performance.md.
 """
 
 from __future__ import annotations

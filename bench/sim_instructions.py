@@ -6,7 +6,7 @@ Run ``.venv/bin/python -m bench.sim_instructions`` (needs ``valgrind``; about 90
 and divides the difference in instructions by the reconciles in between, so interpreter start-up
 and imports cancel out. The default window is the trace's first hours (night: 2 to 4 pods per
 HPA); ``--short 0.5 --long 0.6`` measures the afternoon peak (up to 27 pods per HPA), where per-pod
-work weighs more. Results: docs/simulator.md.
+work weighs more. Results: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -27,9 +27,12 @@ Deliberate deviations:
   only.
 - Answers are asked for uncompressed (``Accept-Encoding: identity``; Go's client, and so
   upstream, asks for gzip): Prometheus usually sits next to the adapter, and compressing a
-  100-pod answer costs Prometheus about a quarter of its CPU per query (docs/performance.md). A
+  100-pod answer costs Prometheus about a quarter of its CPU per query (``bench/adapter.py``). A
   ``headers`` entry for ``Accept-Encoding`` (``--prometheus-header Accept-Encoding=gzip``)
   overrides it.
+- Requests carry ``User-Agent: hpa-adapter`` unless an extra header sets one (upstream sends Go's
+  ``Go-http-client/1.1``); extra headers whose value holds CR, LF or NUL are refused when the
+  ``PrometheusConnection`` is built (``check_header``), never sent.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class Sample(NamedTuple):
 
     A named tuple rather than a frozen dataclass: immutable all the same, and built about twice
     as fast (a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``),
-    which counts with a sample per pod per request (docs/performance-adapter.md)."""
+    which counts with a sample per pod per request (``bench/adapter.py --profile``)."""
 
     labels: Mapping[str, str]
     timestamp_seconds: float

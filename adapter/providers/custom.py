@@ -31,7 +31,7 @@ Deliberate deviations (docs/adapter-values.md):
 - the rendered value query and staleness probe are kept for the index they were rendered from,
   keyed by metric, namespace, object names and metric selector (``PLAN_CACHE_SIZE`` entries): an
   HPA asks the same question every sync, and rendering a 100-pod regex (Go ``%q`` quoting, rune
-  by rune) cost more CPU than the rest of the request (docs/performance-adapter.md).
+  by rune) cost more CPU than the rest of the request (``bench/adapter.py --profile``).
 """
 
 from __future__ import annotations

@@ -401,7 +401,7 @@ def tune_garbage_collector() -> None:
     are rescanned together with everything imported at start-up (kubernetes_asyncio, pydantic
     models). Freezing the start-up heap takes it out of every later collection, and a larger
     young generation lets a request's objects die before they are scanned: about a fifth of
-    the adapter's CPU per request (docs/performance-adapter.md). Cyclic garbage is still
+    the adapter's CPU per request under ``bench/adapter.py``. Cyclic garbage is still
     collected; only the cadence changes."""
     gc.collect()
     gc.freeze()

@@ -419,6 +419,17 @@ def test_add_flags_uses_the_adapters_defaults() -> None:
     assert args.prometheus_query_timeout == 30.0
 
 
+def test_a_prometheus_header_with_cr_or_lf_is_refused_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--prometheus-header=X-Scope-OrgID=a\r\nX-Injected: 1"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --prometheus-header: value of header 'X-Scope-OrgID' contains CR" in error
+
+
 # ------------------------------------------- the controller, in-process, against real Prometheus
 
 REAL_RULES = """
