@@ -1,0 +1,146 @@
+"""Checkpoint interop with the real upstream: VPA v1.8.1's histogram code, built from the Go module
+proxy (``tests/lab/tools/vpa-checkpoint``: ``k8s.io/autoscaler/vertical-pod-autoscaler`` v1.8.1,
+``pkg/recommender/util``), against ours.
+
+* The same samples fed to upstream's decaying histogram and to ours give the same ``v3`` checkpoint
+  (bucket weights, total weight, reference timestamp) and the same 101 percentiles (0.00 to 1.00).
+* Our checkpoint, written as the JSON a ``VerticalPodAutoscalerCheckpoint`` carries, loads into
+  upstream's histogram and gives the percentiles ours gives after loading it.
+
+The tool is built once and cached under ``$HPA_CACHE/bin/vpa-checkpoint-<key>/`` (key: its
+``go.mod``, ``go.sum``, ``main.go`` and the Go version), like the lab's binaries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpa.api.types import format_time
+from hpa.api.vpa import histogram_checkpoint_from_core, time_from_ns
+from hpa.core.vpa.aggregation import DEFAULT_AGGREGATIONS_CONFIG
+from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
+from hpa.core.vpa.histogram import DecayingHistogram, HistogramCheckpoint
+from tests.lab.build import cache_root
+from tests.lab.toolchain import find_go, go_env
+
+pytestmark = pytest.mark.slow
+
+TOOL_DIR = Path(__file__).resolve().parents[2] / "lab" / "tools" / "vpa-checkpoint"
+HALF_LIFE_NS = 24 * 3600 * NANOSECONDS_PER_SECOND
+START = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp()) * NANOSECONDS_PER_SECOND
+
+
+@pytest.fixture(scope="module")
+def tool() -> Path:
+    go = find_go()
+    version = subprocess.run(
+        [str(go), "env", "GOVERSION"], env=go_env(go), capture_output=True, text=True, check=True
+    ).stdout.strip()
+    digest = hashlib.sha256(version.encode())
+    for name in ("go.mod", "go.sum", "main.go"):
+        digest.update((TOOL_DIR / name).read_bytes())
+    directory = cache_root() / "bin" / f"vpa-checkpoint-{digest.hexdigest()[:12]}"
+    binary = directory / "vpa-checkpoint"
+    if not binary.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        partial = directory / ".vpa-checkpoint.partial"
+        subprocess.run(
+            [str(go), "build", "-trimpath", "-o", str(partial), "."],
+            cwd=TOOL_DIR,
+            env=go_env(go),
+            check=True,
+        )
+        partial.rename(binary)
+    return binary
+
+
+def run(tool: Path, command: str, resource: str, document: Any) -> dict[str, Any]:
+    result = subprocess.run(
+        [str(tool), command, resource],
+        input=json.dumps(document),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    output: dict[str, Any] = json.loads(result.stdout)
+    return output
+
+
+def lcg(seed: int) -> float:
+    """A deterministic value in [0, 1)."""
+    return ((seed * 6364136223846793005 + 1442695040888963407) % 2**64) / 2**64
+
+
+def samples(resource: str) -> list[tuple[float, float, int]]:
+    """Ten days of hourly samples (the oldest decays to about 2**-10 of the newest), spread over
+    two orders of magnitude."""
+    base = 0.05 if resource == "cpu" else 5e7
+    result = []
+    for hour in range(240):
+        value = base * 10 ** (2 * lcg(hour))
+        t = START + hour * 3600 * NANOSECONDS_PER_SECOND
+        result.append((value, 0.1 if resource == "cpu" else 1.0, t))
+    return result
+
+
+def options(resource: str) -> Any:
+    config = DEFAULT_AGGREGATIONS_CONFIG
+    return config.cpu_histogram_options if resource == "cpu" else config.memory_histogram_options
+
+
+def percentiles(histogram: DecayingHistogram) -> dict[str, float]:
+    return {f"{i / 100:.2f}": histogram.percentile(i / 100) for i in range(101)}
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+def test_same_samples_give_upstreams_checkpoint_and_percentiles(tool: Path, resource: str) -> None:
+    fed = samples(resource)
+    ours = DecayingHistogram(options(resource), HALF_LIFE_NS)
+    for value, weight, t in fed:
+        ours.add_sample(value, weight, t)
+    theirs = run(
+        tool,
+        "write",
+        resource,
+        [
+            {"value": v, "weight": w, "time": format_time(datetime.fromtimestamp(t // 10**9, UTC))}
+            for v, w, t in fed
+        ],
+    )
+    checkpoint = ours.save_to_checkpoint()
+    expected = theirs["checkpoint"]
+    assert {str(k): v for k, v in checkpoint.bucket_weights.items()} == expected["bucketWeights"]
+    assert math.isclose(checkpoint.total_weight, expected["totalWeight"], rel_tol=1e-12)
+    reference = time_from_ns(checkpoint.reference_timestamp_ns)
+    assert reference is not None
+    assert format_time(reference) == expected["referenceTimestamp"]
+    assert percentiles(ours) == theirs["percentiles"]
+    assert ours.is_empty() is theirs["isEmpty"]
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+def test_our_checkpoint_loads_into_upstream(tool: Path, resource: str) -> None:
+    ours = DecayingHistogram(options(resource), HALF_LIFE_NS)
+    for value, weight, t in samples(resource)[::3]:
+        ours.add_sample(value, weight * 7, t)
+    checkpoint = ours.save_to_checkpoint()
+    document = histogram_checkpoint_from_core(checkpoint).to_dict()
+    theirs = run(tool, "load", resource, document)
+    restored = DecayingHistogram(options(resource), HALF_LIFE_NS)
+    restored.load_from_checkpoint(
+        HistogramCheckpoint(
+            total_weight=checkpoint.total_weight,
+            bucket_weights=checkpoint.bucket_weights,
+            reference_timestamp_ns=checkpoint.reference_timestamp_ns,
+        )
+    )
+    assert percentiles(restored) == theirs["percentiles"]
+    assert restored.is_empty() is theirs["isEmpty"]
