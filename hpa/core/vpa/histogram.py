@@ -55,6 +55,11 @@ _INF = math.inf
 _EQUALS_TOLERANCE = 1e-15
 
 
+def _check_index(bucket: int, num_buckets: int) -> None:
+    if bucket < 0 or bucket >= num_buckets:
+        raise ValueError(f"index {bucket} out of range [0..{num_buckets - 1}]")
+
+
 @dataclass(frozen=True, slots=True)
 class LinearHistogramOptions:
     """Buckets of width ``bucket_size`` up to ``max_value`` (``NewLinearHistogramOptions``)."""
@@ -76,15 +81,11 @@ class LinearHistogramOptions:
         scaled = value / self.bucket_size
         if scaled < 0.0:
             return 0
-        bucket = int(scaled)
-        if bucket >= self.num_buckets:
-            return self.num_buckets - 1
-        return bucket
+        return min(int(scaled), self.num_buckets - 1)
 
     def get_bucket_start(self, bucket: int) -> float:
         """The lower edge of ``bucket``."""
-        if bucket < 0 or bucket >= self.num_buckets:
-            raise ValueError(f"index {bucket} out of range [0..{self.num_buckets - 1}]")
+        _check_index(bucket, self.num_buckets)
         return float(bucket) * self.bucket_size
 
 
@@ -146,8 +147,7 @@ class ExponentialHistogramOptions:
 
     def get_bucket_start(self, bucket: int) -> float:
         """The lower edge of ``bucket``."""
-        if bucket < 0 or bucket >= self.num_buckets:
-            raise ValueError(f"index {bucket} out of range [0..{self.num_buckets - 1}]")
+        _check_index(bucket, self.num_buckets)
         return self._starts[bucket]
 
 
