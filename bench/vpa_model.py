@@ -20,6 +20,12 @@ container per hour for ``--hours`` hours (192 = 8 days, the history bootstrap's 
   container, upstream's default chains, the explanation recorded but not rendered); goal <= 1 s
   for 10,000; the time to render every explanation is reported beside it.
 
+With ``--instructions`` it reports instead what callgrind counts, which the machine's load does
+not move (CPU seconds move by 20 to 40 % on a shared machine; needs ``valgrind``, about two
+minutes): instructions per ingested sample (the difference between ``--states 500`` runs of 24 and
+48 hours, divided by the samples in between) and per container recommendation (the difference
+between one and three passes over 500 containers, divided by 1,000).
+
 Only ratios and CPU times are reported, never asserted.
 """
 
@@ -28,7 +34,12 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Sequence
@@ -121,6 +132,61 @@ def measure(args: argparse.Namespace) -> Result:
     )
 
 
+def run_phase(args: argparse.Namespace) -> None:
+    """One workload for callgrind: ingest, or ingest then ``--repeat`` recommendation passes."""
+    aggregates, containers = build(args.states)
+    ingest(containers, args.hours)
+    if args.phase == "recommend":
+        recommender = create_pod_resource_recommender()
+        for _ in range(args.repeat):
+            for state in aggregates:
+                recommend({"app": state}, recommender=recommender)
+
+
+def instructions(*arguments: str) -> int:
+    """Instructions of one ``python -m bench.vpa_model ARGUMENTS`` run under callgrind."""
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
+                sys.executable,
+                "-m",
+                "bench.vpa_model",
+                *arguments,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions() -> str:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    short = instructions("--phase", "ingest", "--states", "500", "--hours", "24")
+    long = instructions("--phase", "ingest", "--states", "500", "--hours", "48")
+    once = instructions("--phase", "recommend", "--states", "500", "--hours", "24")
+    thrice = instructions(
+        "--phase", "recommend", "--states", "500", "--hours", "24", "--repeat", "3"
+    )
+    samples = 500 * 24 * 2
+    return "\n".join(
+        [
+            "$ python -m bench.vpa_model --instructions",
+            f"instructions per ingested sample: {(long - short) / samples:,.0f} "
+            f"(({long:,} - {short:,}) / {samples:,} samples)",
+            f"instructions per container recommendation: {(thrice - once) / 1000:,.0f} "
+            f"(({thrice:,} - {once:,}) / 1,000 recommendations)",
+        ]
+    )
+
+
 def render(result: Result, *, command: str) -> str:
     rate = result.samples / result.ingest_cpu_seconds
     return "\n".join(
@@ -144,6 +210,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--hours", type=int, default=192, help="hours of hourly samples (default 192 = 8 days)"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions with callgrind instead of timing (needs valgrind)",
+    )
+    parser.add_argument(
+        "--phase", choices=["all", "ingest", "recommend"], default="all", help=argparse.SUPPRESS
+    )
+    parser.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.states < 1 or args.hours < 1:
         parser.error("--states and --hours must be at least 1")
@@ -152,6 +227,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.instructions:
+        print(count_instructions())
+        return
+    if args.phase != "all":
+        run_phase(args)
+        return
     command = "python -m bench.vpa_model " + " ".join(sys.argv[1:] if argv is None else argv)
     print(render(measure(args), command=command.strip()))
 
