@@ -6,6 +6,9 @@ proxy (``tests/lab/tools/vpa-checkpoint``: ``k8s.io/autoscaler/vertical-pod-auto
   (bucket weights, total weight, reference timestamp) and the same 101 percentiles (0.00 to 1.00).
 * Our checkpoint, written as the JSON a ``VerticalPodAutoscalerCheckpoint`` carries, loads into
   upstream's histogram and gives the percentiles ours gives after loading it.
+* A container's usage history (CPU, memory, OOM kills) fed through upstream's
+  ``model.ContainerState`` and the default ``logic`` recommender gives our target, lower and upper
+  bound exactly, and the same aggregate-state checkpoint.
 
 The tool is built once and cached under ``$HPA_CACHE/bin/vpa-checkpoint-<key>/`` (key: its
 ``go.mod``, ``go.sum``, ``main.go`` and the Go version), like the lab's binaries.
@@ -13,6 +16,7 @@ The tool is built once and cached under ``$HPA_CACHE/bin/vpa-checkpoint-<key>/``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -24,10 +28,20 @@ from typing import Any
 import pytest
 
 from hpa.api.types import format_time
-from hpa.api.vpa import histogram_checkpoint_from_core, time_from_ns
-from hpa.core.vpa.aggregation import DEFAULT_AGGREGATIONS_CONFIG
+from hpa.api.vpa import (
+    checkpoint_status_from_core,
+    histogram_checkpoint_from_core,
+    time_from_ns,
+)
+from hpa.core.vpa.aggregation import (
+    DEFAULT_AGGREGATIONS_CONFIG,
+    AggregateContainerState,
+    ContainerState,
+    OomSampleDiscardedError,
+)
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.histogram import DecayingHistogram, HistogramCheckpoint
+from hpa.core.vpa.recommender import create_pod_resource_recommender, recommend
 from tests.lab.build import cache_root
 from tests.lab.toolchain import find_go, go_env
 
@@ -144,3 +158,78 @@ def test_our_checkpoint_loads_into_upstream(tool: Path, resource: str) -> None:
     )
     assert percentiles(restored) == theirs["percentiles"]
     assert restored.is_empty() is theirs["isEmpty"]
+
+
+def history(hours: int, step_minutes: int, *, seed: int) -> dict[str, list[tuple[int, int]]]:
+    """Usage every ``step_minutes`` for ``hours``: CPU around 300m with bursts, memory drifting
+    from 200 MiB up, and two OOM kills (one fresh, one too old to count)."""
+    cpu, memory = [], []
+    steps = hours * 60 // step_minutes
+    for i in range(steps):
+        t = START + i * step_minutes * 60 * NANOSECONDS_PER_SECOND
+        burst = 4.0 if lcg(seed + i) > 0.95 else 1.0
+        cpu.append((t, int(300 * burst * (0.5 + lcg(seed + 7 * i)))))
+        memory.append((t, int(200 * 2**20 * (1 + i / steps) * (0.9 + 0.2 * lcg(seed + 13 * i)))))
+    end = START + steps * step_minutes * 60 * NANOSECONDS_PER_SECOND
+    ooms = [(end - 3600 * NANOSECONDS_PER_SECOND, 512 * 2**20), (START - 3 * HALF_LIFE_NS, 2**30)]
+    return {"cpu": cpu, "memory": memory, "ooms": ooms}
+
+
+def rfc3339(t_ns: int) -> str:
+    return format_time(datetime.fromtimestamp(t_ns // NANOSECONDS_PER_SECOND, UTC))
+
+
+@pytest.mark.parametrize(
+    ("hours", "step_minutes"),
+    [pytest.param(120, 10, id="five days"), pytest.param(3, 1, id="three hours")],
+)
+def test_container_history_gives_upstreams_recommendation(
+    tool: Path, hours: int, step_minutes: int
+) -> None:
+    """End to end through upstream's ``model.ContainerState``, ``AggregateContainerState`` and
+    ``logic.CreatePodResourceRecommender`` with the default flags: the same target, lower and upper
+    bound to the millicore and the byte, and the same checkpoint."""
+    events = history(hours, step_minutes, seed=hours)
+    theirs = run(
+        tool,
+        "recommend",
+        "app",
+        {
+            kind: [{"time": rfc3339(t), "amount": amount} for t, amount in values]
+            for kind, values in events.items()
+        },
+    )
+    state = AggregateContainerState()
+    container = ContainerState(state)
+    ordered = sorted(
+        [(t, 0, a) for t, a in events["cpu"]]
+        + [(t, 1, a) for t, a in events["memory"]]
+        + [(t, 2, a) for t, a in events["ooms"]]
+    )
+    for t, kind, amount in ordered:
+        if kind == 0:
+            container.add_cpu_sample(t, amount)
+        elif kind == 1:
+            container.add_memory_sample(t, amount)
+        else:
+            with contextlib.suppress(OomSampleDiscardedError):
+                container.record_oom(t, amount)
+    result = recommend({"app": state}, recommender=create_pod_resource_recommender())
+    (ours,) = result.container_recommendations
+    for field, key in (
+        ("target", "target"),
+        ("lower_bound", "lowerBound"),
+        ("upper_bound", "upperBound"),
+    ):
+        resources = getattr(ours, field)
+        assert {"cpu": resources.cpu, "memory": resources.memory} == theirs[key], field
+    saved = checkpoint_status_from_core(state.save_to_checkpoint(0)).to_dict()
+    expected = theirs["checkpoint"]
+    for key in ("firstSampleStart", "lastSampleStart", "totalSamplesCount", "version"):
+        assert saved[key] == expected[key], key
+    for histogram in ("cpuHistogram", "memoryHistogram"):
+        assert saved[histogram]["bucketWeights"] == expected[histogram]["bucketWeights"]
+        assert saved[histogram]["referenceTimestamp"] == expected[histogram]["referenceTimestamp"]
+        assert math.isclose(
+            saved[histogram]["totalWeight"], expected[histogram]["totalWeight"], rel_tol=1e-12
+        )
