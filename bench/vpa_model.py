@@ -36,17 +36,14 @@ from __future__ import annotations
 import argparse
 import gc
 import math
-import os
-import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.callgrind import module_instructions
 from hpa.core.vpa.aggregation import AggregateContainerState, ContainerState
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.recommender import create_pod_resource_recommender, recommend
@@ -159,25 +156,7 @@ def run_phase(args: argparse.Namespace) -> None:
 
 def instructions(*arguments: str) -> int:
     """Instructions of one ``python -m bench.vpa_model ARGUMENTS`` run under callgrind."""
-    with tempfile.TemporaryDirectory() as scratch:
-        done = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
-                sys.executable,
-                "-m",
-                "bench.vpa_model",
-                *arguments,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return module_instructions("bench.vpa_model", *arguments)
 
 
 def count_instructions() -> str:
