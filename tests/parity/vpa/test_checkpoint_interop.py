@@ -233,3 +233,38 @@ def test_container_history_gives_upstreams_recommendation(
         assert math.isclose(
             saved[histogram]["totalWeight"], expected[histogram]["totalWeight"], rel_tol=1e-12
         )
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+def test_random_histories_agree_with_upstream(tool: Path, resource: str, seed: int) -> None:
+    """Random values across and past the bucket range, random weights, times spread over 150 days
+    (so the reference timestamp moves past 100 half-lives, and old samples decay under epsilon):
+    the same checkpoint and percentiles as upstream's decaying histogram."""
+    scale = 1.0 if resource == "cpu" else 1e9
+    fed = []
+    t = START
+    for i in range(200):
+        k = seed * 1000 + i
+        value = scale * 10 ** (6 * lcg(k) - 3)
+        weight = 0.1 if lcg(k + 1) < 0.5 else 10 * lcg(k + 2)
+        t += int(lcg(k + 3) * 36 * 3600) * NANOSECONDS_PER_SECOND  # 18 h on average
+        fed.append((value, weight, t))
+    ours = DecayingHistogram(options(resource), HALF_LIFE_NS)
+    for value, weight, when in fed:
+        ours.add_sample(value, weight, when)
+    theirs = run(
+        tool,
+        "write",
+        resource,
+        [
+            {"value": v, "weight": w, "time": format_time(datetime.fromtimestamp(x // 10**9, UTC))}
+            for v, w, x in fed
+        ],
+    )
+    checkpoint = ours.save_to_checkpoint()
+    assert {str(k): v for k, v in checkpoint.bucket_weights.items()} == theirs["checkpoint"][
+        "bucketWeights"
+    ]
+    assert math.isclose(checkpoint.total_weight, theirs["checkpoint"]["totalWeight"], rel_tol=1e-12)
+    assert percentiles(ours) == theirs["percentiles"]
