@@ -189,7 +189,12 @@ def test_container_history_gives_upstreams_recommendation(
     """End to end through upstream's ``model.ContainerState``, ``AggregateContainerState`` and
     ``logic.CreatePodResourceRecommender`` with the default flags: the same target, lower and upper
     bound to the millicore and the byte, and the same checkpoint."""
-    events = history(hours, step_minutes, seed=hours)
+    assert_same_recommendation(tool, history(hours, step_minutes, seed=hours))
+
+
+def assert_same_recommendation(tool: Path, events: dict[str, list[tuple[int, int]]]) -> None:
+    """Feed ``events`` to upstream's and our container state; compare the default
+    recommendation and the aggregate state's checkpoint."""
     theirs = run(
         tool,
         "recommend",
@@ -201,10 +206,11 @@ def test_container_history_gives_upstreams_recommendation(
     )
     state = AggregateContainerState()
     container = ContainerState(state)
-    ordered = sorted(
+    ordered = sorted(  # stable, as the tool's sort.SliceStable: input order breaks ties
         [(t, 0, a) for t, a in events["cpu"]]
         + [(t, 1, a) for t, a in events["memory"]]
-        + [(t, 2, a) for t, a in events["ooms"]]
+        + [(t, 2, a) for t, a in events["ooms"]],
+        key=lambda event: (event[0], event[1]),
     )
     for t, kind, amount in ordered:
         if kind == 0:
@@ -233,6 +239,25 @@ def test_container_history_gives_upstreams_recommendation(
         assert math.isclose(
             saved[histogram]["totalWeight"], expected[histogram]["totalWeight"], rel_tol=1e-12
         )
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_container_histories_agree_with_upstream(tool: Path, seed: int) -> None:
+    """Irregular sample times (1 minute to 4 hours apart, over up to 12 days), idle and bursty
+    CPU, memory up and down across intervals, out-of-order samples and OOM kills (fresh and too
+    old): upstream's recommendation and checkpoint, exactly."""
+    cpu, memory, ooms = [], [], []
+    t = START
+    for i in range(300):
+        k = seed * 10_000 + i
+        t += int(1 + lcg(k) * 240) * 60 * NANOSECONDS_PER_SECOND
+        jitter = -3600 * NANOSECONDS_PER_SECOND if lcg(k + 1) < 0.05 else 0  # out of order
+        cpu.append((t + jitter, int(4000 * lcg(k + 2) ** 3)))
+        memory.append((t + jitter, int(2**30 * (0.1 + lcg(k + 3)))))
+        if lcg(k + 4) < 0.03:
+            back = int(lcg(k + 5) * 48) * 3600 * NANOSECONDS_PER_SECOND
+            ooms.append((t - back, int(2**29 * (1 + lcg(k + 6)))))
+    assert_same_recommendation(tool, {"cpu": cpu, "memory": memory, "ooms": ooms})
 
 
 @pytest.mark.parametrize("seed", range(12))
