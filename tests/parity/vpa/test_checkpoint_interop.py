@@ -8,7 +8,8 @@ proxy (``tests/lab/tools/vpa-checkpoint``: ``k8s.io/autoscaler/vertical-pod-auto
   upstream's histogram and gives the percentiles ours gives after loading it.
 * A container's usage history (CPU, memory, OOM kills) fed through upstream's
   ``model.ContainerState`` and the default ``logic`` recommender gives our target, lower and upper
-  bound exactly, and the same aggregate-state checkpoint.
+  bound exactly, and the same aggregate-state checkpoint; so do random histories, for the
+  histogram alone and for whole containers.
 
 The tool is built once and cached under ``$HPA_CACHE/bin/vpa-checkpoint-<key>/`` (key: its
 ``go.mod``, ``go.sum``, ``main.go`` and the Go version), like the lab's binaries.
