@@ -136,6 +136,9 @@ class CraneConfig:
         for name in ("cpu_target_utilization", "mem_target_utilization"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("cpu_request_percentile", "mem_request_percentile"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         object.__setattr__(
             self,
             "cpu_histogram_options",

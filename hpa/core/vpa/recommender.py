@@ -100,6 +100,25 @@ class RecommendationConfig:
     upper_bound_memory_percentile: float = 0.95
     confidence_interval_memory_ns: int = 24 * HOUR_NS
 
+    def __post_init__(self) -> None:
+        for name in (
+            "target_cpu_percentile",
+            "lower_bound_cpu_percentile",
+            "upper_bound_cpu_percentile",
+            "target_memory_percentile",
+            "lower_bound_memory_percentile",
+            "upper_bound_memory_percentile",
+        ):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        for name in ("safety_margin_fraction", "pod_min_cpu_millicores", "pod_min_memory_mb"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        for name in ("confidence_interval_cpu_ns", "confidence_interval_memory_ns"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
 
 @dataclass(frozen=True, slots=True)
 class RecommendationFormat:
