@@ -12,38 +12,16 @@ work weighs more. Results: docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
-import sys
-import tempfile
+
+from bench.callgrind import module_instructions
 
 RECONCILES_PER_DAY = 3 * 86400 / 15  # the bench's three HPAs, a sync every 15 s
 
 
 def instructions(days: float) -> int:
     """Instructions of one ``python -m bench.sim --days DAYS`` run under callgrind."""
-    with tempfile.TemporaryDirectory() as scratch:
-        done = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
-                sys.executable,
-                "-m",
-                "bench.sim",
-                "--days",
-                f"{days:g}",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return module_instructions("bench.sim", "--days", f"{days:g}")
 
 
 def main(argv: list[str] | None = None) -> None:

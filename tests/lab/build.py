@@ -68,7 +68,8 @@ def go_version(go: Path) -> str:
 
 def cache_key(go_version_text: str) -> str:
     digest = hashlib.sha256(go_version_text.encode())
-    for path in sorted(TOOLS_DIR.glob("*/go.*")):
+    module_dirs = {binary.module_dir for binary in BINARIES}
+    for path in sorted(p for p in TOOLS_DIR.glob("*/go.*") if p.parent.name in module_dirs):
         digest.update(path.relative_to(TOOLS_DIR).as_posix().encode())
         digest.update(path.read_bytes())
     digest.update(repr(BINARIES).encode())

@@ -107,6 +107,15 @@ class AggregationsConfig:
     memory_histogram_options: ExponentialHistogramOptions = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
+        for name in (
+            "memory_aggregation_interval_ns",
+            "memory_aggregation_interval_count",
+            "memory_histogram_decay_half_life_ns",
+            "cpu_histogram_decay_half_life_ns",
+            "histogram_bucket_size_growth",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         ratio = 1.0 + self.histogram_bucket_size_growth
         object.__setattr__(
             self,

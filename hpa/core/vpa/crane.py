@@ -136,6 +136,9 @@ class CraneConfig:
         for name in ("cpu_target_utilization", "mem_target_utilization"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("cpu_request_percentile", "mem_request_percentile"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         object.__setattr__(
             self,
             "cpu_histogram_options",
@@ -228,6 +231,26 @@ def _estimate(histogram: Histogram, percentile: float, margin: float, utilizatio
     return histogram.percentile(percentile) * (1 + margin) / utilization
 
 
+def _estimation_entry(
+    name: str,
+    resource: ResourceName,
+    amount: int,
+    histogram: Histogram,
+    percentile: float,
+    margin: float,
+    utilization: float,
+) -> TraceEntry:
+    return TraceEntry(
+        Stage.ESTIMATION,
+        f"{name} {resource}: {format_amount(resource, amount)}",
+        (
+            (f"percentile {percentile:g}", histogram.percentile(percentile)),
+            ("margin fraction", margin),
+            ("target utilization", utilization),
+        ),
+    )
+
+
 def crane_recommend(
     state: CraneContainerState, config: CraneConfig, *, now_ns: int, container_name: str = ""
 ) -> CraneRecommendation:
@@ -237,13 +260,26 @@ def crane_recommend(
     if state.cpu.is_empty():
         entries.append(TraceEntry(Stage.SAMPLES, f"{name}: no CPU samples, no recommendation"))
         return CraneRecommendation(None, Explanation(tuple(entries)))
-    cpu_value = _estimate(
-        state.cpu,
-        config.cpu_request_percentile,
-        config.cpu_request_margin_fraction,
-        config.cpu_target_utilization,
+    cpu = float_to_int64(
+        _estimate(
+            state.cpu,
+            config.cpu_request_percentile,
+            config.cpu_request_margin_fraction,
+            config.cpu_target_utilization,
+        )
+        * 1000
     )
-    cpu = float_to_int64(cpu_value * 1000)
+    entries.append(
+        _estimation_entry(
+            name,
+            ResourceName.CPU,
+            cpu,
+            state.cpu,
+            config.cpu_request_percentile,
+            config.cpu_request_margin_fraction,
+            config.cpu_target_utilization,
+        )
+    )
     memory = float_to_int64(
         _estimate(
             state.memory,
@@ -252,37 +288,20 @@ def crane_recommend(
             config.mem_target_utilization,
         )
     )
-    entries.append(
-        TraceEntry(
-            Stage.ESTIMATION,
-            f"{name} cpu: {format_amount(ResourceName.CPU, cpu)}",
-            (
-                (
-                    f"percentile {config.cpu_request_percentile:g}",
-                    state.cpu.percentile(config.cpu_request_percentile),
-                ),
-                ("margin fraction", config.cpu_request_margin_fraction),
-                ("target utilization", config.cpu_target_utilization),
-            ),
-        )
-    )
     if memory <= 0:
         entries.append(
             TraceEntry(Stage.ESTIMATION, f"{name}: no enough memory metrics, no recommendation")
         )
         return CraneRecommendation(None, Explanation(tuple(entries)))
     entries.append(
-        TraceEntry(
-            Stage.ESTIMATION,
-            f"{name} memory: {format_amount(ResourceName.MEMORY, memory)}",
-            (
-                (
-                    f"percentile {config.mem_request_percentile:g}",
-                    state.memory.percentile(config.mem_request_percentile),
-                ),
-                ("margin fraction", config.mem_request_margin_fraction),
-                ("target utilization", config.mem_target_utilization),
-            ),
+        _estimation_entry(
+            name,
+            ResourceName.MEMORY,
+            memory,
+            state.memory,
+            config.mem_request_percentile,
+            config.mem_request_margin_fraction,
+            config.mem_target_utilization,
         )
     )
     if (

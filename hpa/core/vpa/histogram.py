@@ -31,7 +31,15 @@ from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hpa.core.vpa.gomath import ZERO_TIME_NS, go_pow, go_round, sub_ns, time_round_ns
+from hpa.core.vpa.gomath import (
+    MAX_INT64,
+    MIN_INT64,
+    ZERO_TIME_NS,
+    go_pow,
+    go_round,
+    sub_ns,
+    time_round_ns,
+)
 
 __all__ = [
     "MAX_CHECKPOINT_WEIGHT",
@@ -55,6 +63,11 @@ _INF = math.inf
 _EQUALS_TOLERANCE = 1e-15
 
 
+def _check_index(bucket: int, num_buckets: int) -> None:
+    if bucket < 0 or bucket >= num_buckets:
+        raise ValueError(f"index {bucket} out of range [0..{num_buckets - 1}]")
+
+
 @dataclass(frozen=True, slots=True)
 class LinearHistogramOptions:
     """Buckets of width ``bucket_size`` up to ``max_value`` (``NewLinearHistogramOptions``)."""
@@ -76,15 +89,11 @@ class LinearHistogramOptions:
         scaled = value / self.bucket_size
         if scaled < 0.0:
             return 0
-        bucket = int(scaled)
-        if bucket >= self.num_buckets:
-            return self.num_buckets - 1
-        return bucket
+        return min(int(scaled), self.num_buckets - 1)
 
     def get_bucket_start(self, bucket: int) -> float:
         """The lower edge of ``bucket``."""
-        if bucket < 0 or bucket >= self.num_buckets:
-            raise ValueError(f"index {bucket} out of range [0..{self.num_buckets - 1}]")
+        _check_index(bucket, self.num_buckets)
         return float(bucket) * self.bucket_size
 
 
@@ -146,8 +155,7 @@ class ExponentialHistogramOptions:
 
     def get_bucket_start(self, bucket: int) -> float:
         """The lower edge of ``bucket``."""
-        if bucket < 0 or bucket >= self.num_buckets:
-            raise ValueError(f"index {bucket} out of range [0..{self.num_buckets - 1}]")
+        _check_index(bucket, self.num_buckets)
         return self._starts[bucket]
 
 
@@ -219,7 +227,8 @@ class Histogram:
         """Add ``weight`` to the bucket of ``value`` (``AddSample``; ``time_ns`` is unused)."""
         if not weight >= 0.0:
             raise ValueError("sample weight must be non-negative")
-        bucket = self.options.find_bucket(value)
+        options = self.options
+        bucket = options.find_bucket(value)
         i = bucket - self._offset
         weights = self._weights
         if i < 0 or i >= len(weights):
@@ -229,7 +238,7 @@ class Histogram:
         new_weight = weights[i] + weight
         weights[i] = new_weight
         self.total_weight += weight
-        if new_weight >= self.options.epsilon:
+        if new_weight >= options.epsilon:
             if bucket < self.min_bucket:
                 self.min_bucket = bucket
             if bucket > self.max_bucket:
@@ -470,9 +479,10 @@ class DecayingHistogram(Histogram):
         half_life = self.half_life_ns
         if timestamp_ns > self.reference_timestamp_ns + half_life * MAX_DECAY_EXPONENT:
             self._shift_reference_timestamp(timestamp_ns)
-        return math.exp2(
-            float(sub_ns(timestamp_ns, self.reference_timestamp_ns)) / float(half_life)
-        )
+        elapsed = timestamp_ns - self.reference_timestamp_ns
+        if not MIN_INT64 <= elapsed <= MAX_INT64:
+            elapsed = sub_ns(timestamp_ns, self.reference_timestamp_ns)
+        return math.exp2(float(elapsed) / float(half_life))
 
     def save_to_checkpoint(self) -> HistogramCheckpoint:
         checkpoint = Histogram.save_to_checkpoint(self)

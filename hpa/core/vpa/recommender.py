@@ -100,6 +100,25 @@ class RecommendationConfig:
     upper_bound_memory_percentile: float = 0.95
     confidence_interval_memory_ns: int = 24 * HOUR_NS
 
+    def __post_init__(self) -> None:
+        for name in (
+            "target_cpu_percentile",
+            "lower_bound_cpu_percentile",
+            "upper_bound_cpu_percentile",
+            "target_memory_percentile",
+            "lower_bound_memory_percentile",
+            "upper_bound_memory_percentile",
+        ):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        for name in ("safety_margin_fraction", "pod_min_cpu_millicores", "pod_min_memory_mb"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        for name in ("confidence_interval_cpu_ns", "confidence_interval_memory_ns"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
 
 @dataclass(frozen=True, slots=True)
 class RecommendationFormat:
@@ -157,6 +176,20 @@ class PodResourceRecommender:
     confidence_interval_cpu_ns: int = 24 * HOUR_NS
     confidence_interval_memory_ns: int = 24 * HOUR_NS
 
+    def chains(
+        self, min_cpu: int, min_memory: int
+    ) -> tuple[tuple[Estimator, ResourceName, str], ...]:
+        """The six chains with the per-container minimum applied, in upstream's order."""
+        cpu, memory = ResourceName.CPU, ResourceName.MEMORY
+        return (
+            (MinResourceEstimator(min_cpu, self.target_cpu), cpu, "target"),
+            (MinResourceEstimator(min_memory, self.target_memory), memory, "target"),
+            (MinResourceEstimator(min_cpu, self.lower_bound_cpu), cpu, "lower_bound"),
+            (MinResourceEstimator(min_memory, self.lower_bound_memory), memory, "lower_bound"),
+            (MinResourceEstimator(min_cpu, self.upper_bound_cpu), cpu, "upper_bound"),
+            (MinResourceEstimator(min_memory, self.upper_bound_memory), memory, "upper_bound"),
+        )
+
     def get_recommended_pod_resources(
         self, container_name_to_aggregate_state_map: Mapping[str, AggregateContainerState]
     ) -> tuple[dict[str, tuple[Resources, Resources, Resources]], tuple[TracePart, ...]]:
@@ -171,30 +204,11 @@ class PodResourceRecommender:
         min_memory = scale_resource(
             memory_amount_from_bytes(self.min_memory_mb * 1024 * 1024), fraction
         )
-        chains = (
-            (MinResourceEstimator(min_cpu, self.target_cpu), ResourceName.CPU, "target"),
-            (MinResourceEstimator(min_memory, self.target_memory), ResourceName.MEMORY, "target"),
-            (MinResourceEstimator(min_cpu, self.lower_bound_cpu), ResourceName.CPU, "lower_bound"),
-            (
-                MinResourceEstimator(min_memory, self.lower_bound_memory),
-                ResourceName.MEMORY,
-                "lower_bound",
-            ),
-            (MinResourceEstimator(min_cpu, self.upper_bound_cpu), ResourceName.CPU, "upper_bound"),
-            (
-                MinResourceEstimator(min_memory, self.upper_bound_memory),
-                ResourceName.MEMORY,
-                "upper_bound",
-            ),
-        )
+        chains = self.chains(min_cpu, min_memory)
         for container_name, state in container_name_to_aggregate_state_map.items():
             controlled = state.get_controlled_resources()
-            values: list[int] = []
-            recorded: list[tuple[float, ...]] = []
-            for estimator, _, _ in chains:
-                record: list[float] = []
-                values.append(estimator.estimate(state, record))
-                recorded.append(tuple(record))
+            record: list[float] = []
+            values = [estimator.estimate(state, record) for estimator, _, _ in chains]
             target = Resources(cpu=values[0], memory=values[1])
             lower = Resources(cpu=values[2], memory=values[3])
             upper = Resources(cpu=values[4], memory=values[5])
@@ -215,9 +229,9 @@ class PodResourceRecommender:
                         state.aggregate_memory_peaks.total_weight,
                         min_cpu,
                         min_memory,
-                        chains,
+                        self,
                         controlled,
-                        tuple(recorded),
+                        tuple(record),
                     ),
                 )
             )
@@ -233,9 +247,9 @@ def _estimation_entries(
     memory_total_weight: float,
     min_cpu: int,
     min_memory: int,
-    chains: tuple[tuple[Estimator, ResourceName, str], ...],
+    recommender: PodResourceRecommender,
     controlled: frozenset[ResourceName],
-    recorded: tuple[tuple[float, ...], ...],
+    recorded: tuple[float, ...],
 ) -> list[TraceEntry]:
     entries = [
         TraceEntry(
@@ -251,10 +265,11 @@ def _estimation_entries(
             ),
         )
     ]
-    for (estimator, resource, bound), record in zip(chains, recorded, strict=True):
+    numbers = iter(recorded)
+    for estimator, resource, bound in recommender.chains(min_cpu, min_memory):
+        steps = estimator.describe(numbers)
         if resource not in controlled:
             continue
-        steps = estimator.describe(iter(record))
         final = int(steps[-1][1]) if steps else 0
         entries.append(
             TraceEntry(

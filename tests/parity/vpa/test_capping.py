@@ -212,7 +212,7 @@ def pod_of(*containers: tuple[str, Resources, Resources]) -> list[PodContainer]:
             [rec("container1", r(500)), rec("container2", r(500))],
             id="cap target cpu to max",
         ),
-        pytest.param(
+        pytest.param(  # identical to the previous row in upstream's table
             [rec("container1", r(1000)), rec("container2", r(1000))],
             pod_of(("container1", r(1000), r(1000)), ("container2", r(1000), r(1000))),
             LimitRangeItem(max=r(cpu=1000)),

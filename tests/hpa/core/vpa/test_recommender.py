@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from hpa.core.vpa.aggregation import AggregateContainerState, ContainerState
+import re
+from collections.abc import Callable
+
+import pytest
+
+from hpa.core.vpa.aggregation import AggregateContainerState, AggregationsConfig, ContainerState
 from hpa.core.vpa.amount import ResourceName, Resources
+from hpa.core.vpa.crane import CraneConfig
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.policy import ContainerResourcePolicy, ContainerScalingMode, PodResourcePolicy
 from hpa.core.vpa.recommender import (
@@ -91,3 +97,39 @@ def test_explanation_names_samples_each_estimator_and_the_cap() -> None:
     stages = {entry.stage.value for entry in result.explanation.entries}
     assert stages == {"samples", "estimation", "capping"}
     assert ResourceName.MEMORY in {r for r, _ in app.target.items()}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: RecommendationConfig(target_cpu_percentile=1.5),
+            "target_cpu_percentile must be between 0 and 1, got 1.5",
+        ),
+        (
+            lambda: RecommendationConfig(safety_margin_fraction=-0.1),
+            "safety_margin_fraction must not be negative, got -0.1",
+        ),
+        (
+            lambda: RecommendationConfig(confidence_interval_memory_ns=0),
+            "confidence_interval_memory_ns must be positive, got 0",
+        ),
+        (
+            lambda: AggregationsConfig(memory_aggregation_interval_count=0),
+            "memory_aggregation_interval_count must be positive, got 0",
+        ),
+        (
+            lambda: CraneConfig(mem_request_percentile=2.0),
+            "mem_request_percentile must be between 0 and 1, got 2.0",
+        ),
+        (
+            lambda: CraneConfig(cpu_target_utilization=0.0),
+            "cpu_target_utilization must be positive, got 0.0",
+        ),
+    ],
+)
+def test_bad_settings_are_one_line_errors_naming_the_setting(
+    build: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build()
