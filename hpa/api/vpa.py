@@ -33,8 +33,6 @@ from hpa.api.autoscaling_v2 import CrossVersionObjectReference
 from hpa.api.base import KubeModel
 from hpa.api.meta import ListMeta, ObjectMeta, TypeMeta
 from hpa.api.types import Quantity, ResourceList, Time, quantity_of
-from hpa.core.quantity import Format
-from hpa.core.quantity import Quantity as ExactQuantity
 from hpa.core.vpa import aggregation as core_aggregation
 from hpa.core.vpa import amount as core_amount
 from hpa.core.vpa import histogram as core_histogram
@@ -278,14 +276,11 @@ def resources_to_core(resources: ResourceList) -> core_amount.Resources:
 
 
 def resources_from_core(resources: core_amount.Resources) -> ResourceList:
-    """Canonical quantities as upstream writes them: ``QuantityFromCPUAmount`` (DecimalSI
-    millicores) and ``QuantityFromMemoryAmount`` (BinarySI bytes)."""
-    result: ResourceList = {}
-    if resources.cpu is not None:
-        result["cpu"] = str(ExactQuantity.from_milli(resources.cpu))
-    if resources.memory is not None:
-        result["memory"] = str(ExactQuantity.from_int(resources.memory, Format.BINARY_SI))
-    return result
+    """Canonical quantities as upstream writes them (``core_amount.quantity_text``)."""
+    return {
+        resource.value: core_amount.quantity_text(resource, amount)
+        for resource, amount in resources.items()
+    }
 
 
 def _container_policy_to_core(

@@ -35,8 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hpa.core.quantity import Format, Quantity
-from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources
+from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources, quantity_text
 from hpa.core.vpa.awareness import HorizontalConflict, HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.capping import LimitRangeItem, PodContainer, apply_capping, get_proportional_limit
 from hpa.core.vpa.policy import (
@@ -56,7 +55,6 @@ __all__ = [
     "apply_patch",
     "containers_resources_for_pod",
     "escape_json_pointer",
-    "quantity_text",
     "resource_update_patches",
 ]
 
@@ -91,13 +89,6 @@ class ContainerResources:
 def escape_json_pointer(segment: str) -> str:
     """RFC 6901: ``~`` as ``~0``, ``/`` as ``~1``."""
     return segment.replace("~", "~0").replace("/", "~1")
-
-
-def quantity_text(resource: ResourceName, amount: int) -> str:
-    """``Quantity.String()`` of an amount: millicores in DecimalSI, bytes in BinarySI."""
-    if resource is ResourceName.CPU:
-        return str(Quantity.from_milli(amount, Format.DECIMAL_SI))
-    return str(Quantity.from_milli(amount * 1000, Format.BINARY_SI))
 
 
 def _add(path: str, value: Any) -> PatchOperation:

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hpa.core.quantity import Format, Quantity
 from hpa.core.vpa.gomath import float_to_int64
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "cores_from_cpu_amount",
     "cpu_amount_from_cores",
     "memory_amount_from_bytes",
+    "quantity_text",
     "resource_amount_from_float",
     "round_up_to_scale",
     "scale_resource",
@@ -111,3 +113,11 @@ class Resources:
 
 NO_RESOURCES = Resources()
 """No amounts at all (an absent ``ResourceList``)."""
+
+
+def quantity_text(resource: ResourceName, amount: int) -> str:
+    """An amount as upstream writes it: ``QuantityFromCPUAmount`` (DecimalSI millicores) and
+    ``QuantityFromMemoryAmount`` (BinarySI bytes), canonical form."""
+    if resource is ResourceName.CPU:
+        return str(Quantity.from_milli(amount, Format.DECIMAL_SI))
+    return str(Quantity.from_int(amount, Format.BINARY_SI))

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hpa.core.quantity import parse_quantity
-from hpa.core.vpa.admission import AdmissionContainer, admission_patches, apply_patch, quantity_text
-from hpa.core.vpa.amount import ResourceName, Resources
+from hpa.core.vpa.admission import AdmissionContainer, admission_patches, apply_patch
+from hpa.core.vpa.amount import ResourceName, Resources, quantity_text
 from hpa.core.vpa.policy import ContainerResourcePolicy, PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources
 
