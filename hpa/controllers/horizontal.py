@@ -96,7 +96,6 @@ from hpa.core.decision import (
     decide,
 )
 from hpa.core.explain import Explanation
-from hpa.core.frozen import fast_init
 from hpa.core.replicas import PodInfo
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
@@ -469,7 +468,6 @@ def status_needs_write(
 # ------------------------------------------------------------------------------ the controller
 
 
-@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReconcileReport:
     """What one reconcile did: for logs, the debug endpoint, tests and the simulator."""

@@ -40,7 +40,6 @@ from hpa.core.decision import (
     ObjectMetricObservation,
     PodMetricsObservation,
 )
-from hpa.core.frozen import fast_init
 from hpa.core.replicas import PodInfo
 from hpa.core.spec import CrossVersionObjectReference, HorizontalPodAutoscalerSpec
 from hpa.kube.selector import Selector
@@ -94,7 +93,6 @@ class HorizontalPodAutoscalerObject:
         return f"{self.namespace}/{self.name}"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ListedPod:
     """A pod from the cache: what the replica calculator reads, and its labels (for the
@@ -104,7 +102,6 @@ class ListedPod:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ScaleSnapshot:
     """``autoscaling/v1`` Scale as read: replicas, selector and the resourceVersion that guards

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from hpa.core.frozen import fast_init
 from hpa.core.memo import timedelta_of
 from hpa.core.spec import (
     HorizontalPodAutoscalerBehavior,
@@ -39,7 +38,6 @@ MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedRecommendation:
     """``timestampedRecommendation``: one unstabilized recommendation and when it was made."""
@@ -48,7 +46,6 @@ class TimestampedRecommendation:
     timestamp: datetime
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedScaleEvent:
     """``timestampedScaleEvent``: the absolute replica change of one successful rescale."""
@@ -62,7 +59,6 @@ Recommendations = tuple[TimestampedRecommendation, ...]
 ScaleEvents = tuple[TimestampedScaleEvent, ...]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Limit:
     """The outcome of a limiting step: the value, the ``ScalingLimited`` reason and message."""
@@ -208,7 +204,6 @@ def convert_desired_replicas_with_rules(
     return _within_range(desired_replicas)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Normalization:
     """What normalization did to one proposal.
@@ -279,7 +274,6 @@ def normalize_desired_replicas(
     )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class NormalizationArg:
     """``NormalizationArg``: everything the behavior-based normalization reads."""

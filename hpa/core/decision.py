@@ -66,7 +66,6 @@ from hpa.core.conditions import (
     set_condition,
 )
 from hpa.core.explain import Explanation, Stage, TraceEntry, TracePart, TraceValue
-from hpa.core.frozen import fast_init
 from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
     PodInfo,
@@ -121,7 +120,6 @@ __all__ = [
 # ------------------------------------------------------------------------------------ inputs
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CurrentScale:
     """The target's ``autoscaling/v1`` Scale: ``spec.replicas``, ``status.replicas``, selector."""
@@ -139,7 +137,6 @@ class ScaleFetchError:
     message: str
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SelectorCheck:
     """What the controller learned while parsing the selector and listing its pods.
@@ -153,7 +150,6 @@ class SelectorCheck:
     selecting_hpas: tuple[str, ...] = ()
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetricsObservation:
     """Per-pod samples (Resource, ContainerResource and Pods metrics) and their timestamp."""
@@ -190,7 +186,6 @@ MetricObservation = (
 )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class History:
     """The controller's per-HPA memory: the recommendation log and the scale events.
@@ -204,7 +199,6 @@ class History:
     scale_down_events: ScaleEvents = ()
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricValueStatus:
     """``autoscalingv2.MetricValueStatus`` in milli-units (utilization in percent)."""
@@ -214,7 +208,6 @@ class MetricValueStatus:
     average_utilization: int | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricStatus:
     """``autoscalingv2.MetricStatus``; ``type == ""`` is the zero value written for a failed metric.
@@ -232,7 +225,6 @@ class MetricStatus:
     described_object: CrossVersionObjectReference | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizontalPodAutoscalerStatus:
     """``autoscalingv2.HorizontalPodAutoscalerStatus`` (what the decision reads and writes)."""
@@ -247,7 +239,6 @@ class HorizontalPodAutoscalerStatus:
 # ----------------------------------------------------------------------------------- output
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _PendingRescale:
     """What :func:`apply_rescale_result` needs from the decision."""
@@ -259,7 +250,6 @@ class _PendingRescale:
     scale_to_zero_enabled: bool
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The frozen outcome of :func:`decide` (and of :func:`apply_rescale_result`).

@@ -63,7 +63,6 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
-from hpa.core.frozen import fast_init
 from hpa.core.memo import timedelta_of
 
 __all__ = [
@@ -191,7 +190,6 @@ class PodInfo:
     overhead_milli: Mapping[str, int] | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetric:
     """``metricsclient.PodMetric``: one pod's sample, in milli-units.
@@ -228,7 +226,6 @@ class Tolerances:
         return f"[down:{self.scale_down * 100.0:.1f}%, up:{self.scale_up * 100.0:.1f}%]"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodGroups:
     """The four results of ``groupPods``.
@@ -258,7 +255,6 @@ class ReplicaOutcome(StrEnum):
     """Object/External value target with zero current replicas: ``ceil(ratio)``, no tolerance."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculationTrace:
     """What a calculator did, for the decision layer's explanation.
@@ -288,7 +284,6 @@ class ReplicaCalculationTrace:
     pod_count: int | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculation:
     """A calculator's result.
