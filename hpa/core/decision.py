@@ -66,7 +66,6 @@ from hpa.core.conditions import (
     set_condition,
 )
 from hpa.core.explain import Explanation, Stage, TraceEntry, TracePart, TraceValue
-from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
     PodInfo,
     PodMetric,
@@ -289,16 +288,7 @@ class Decision:
 def tolerances_for_hpa(
     behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
 ) -> Tolerances:
-    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on.
-
-    Memoized by the identity of both arguments (:mod:`hpa.core.memo`), which a controller passes
-    again on every reconcile of an HPA."""
-    return _tolerances_memo(behavior, settings)
-
-
-def _tolerances_for_hpa(
-    behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
-) -> Tolerances:
+    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on."""
     scale_down = scale_up = settings.tolerance
     if behavior is not None and settings.configurable_tolerance_enabled:
         if behavior.scale_down is not None and behavior.scale_down.tolerance is not None:
@@ -306,9 +296,6 @@ def _tolerances_for_hpa(
         if behavior.scale_up is not None and behavior.scale_up.tolerance is not None:
             scale_up = behavior.scale_up.tolerance
     return Tolerances(scale_down=scale_down, scale_up=scale_up)
-
-
-_tolerances_memo = PairIdentityMemo(_tolerances_for_hpa)
 
 
 def _go_quote(text: str) -> str:
@@ -998,17 +985,12 @@ def _compute_replicas_for_metrics(
 # ----------------------------------------------------------------------------------- decide
 
 
-def _policies_text(rules: ScalingRules) -> str:
+def _format_policies(rules: ScalingRules) -> str:
     """``Max of [Pods 4 per 15s, Percent 100 per 15s]``."""
     policies = ", ".join(
         f"{p.type} {p.value} per {p.period_seconds}s" for p in rules.policies or ()
     )
     return f"{rules.select_policy} of [{policies}]"
-
-
-_format_policies = IdentityMemo(_policies_text)
-""":func:`_policies_text`, memoized by the rules' identity (an HPA's resolved rules are one
-cached object)."""
 
 
 def _normalization_trace(

@@ -63,7 +63,6 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
-from hpa.core.memo import timedelta_of
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -765,8 +764,8 @@ def _group_pods(
     the ready pods' samples. First a column-wise check for the common case (every pod ready), then
     the pod-by-pod port of ``groupPods``.
     """
-    cpu_initialization_period = timedelta_of(cpu_initialization_period_seconds)
-    initial_readiness_delay = timedelta_of(initial_readiness_delay_seconds)
+    cpu_initialization_period = timedelta(seconds=cpu_initialization_period_seconds)
+    initial_readiness_delay = timedelta(seconds=initial_readiness_delay_seconds)
     is_cpu = resource == RESOURCE_CPU
     # A pod that started at or before ``now - period`` is past its CPU initialization period
     # (``start + period > now`` is false). With the same tzinfo object on both sides, Python adds

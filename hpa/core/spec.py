@@ -21,11 +21,8 @@ can reach the decision and fail with ``InvalidMetricSourceType`` exactly as upst
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-
-from hpa.core.memo import IdentityMemo, PairIdentityMemo
 
 
 class MetricSourceType(StrEnum):
@@ -292,23 +289,13 @@ def generate_scale_down_rules(rules: ScalingRules | None) -> ScalingRules:
 def default_behavior(
     behavior: HorizontalPodAutoscalerBehavior | None,
 ) -> HorizontalPodAutoscalerBehavior | None:
-    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted.
-
-    Memoized by the behavior's identity (:mod:`hpa.core.memo`: a controller passes the same
-    object on every reconcile of an HPA)."""
+    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted."""
     if behavior is None:
         return None
-    return _defaulted_memo(behavior)
-
-
-def _default_behavior(behavior: HorizontalPodAutoscalerBehavior) -> HorizontalPodAutoscalerBehavior:
     return HorizontalPodAutoscalerBehavior(
         scale_up=generate_scale_up_rules(behavior.scale_up),
         scale_down=generate_scale_down_rules(behavior.scale_down),
     )
-
-
-_defaulted_memo = IdentityMemo(_default_behavior)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,25 +372,10 @@ class ResolvedRules:
         object.__setattr__(self, "scale_down_stabilization_window_seconds", down or 0)
 
 
-_RESOLVED_CACHE_SIZE = 1024
-
-
 def resolve_behavior(
     behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
 ) -> ResolvedRules:
-    """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized).
-
-    A controller passes the same two objects on every reconcile of an HPA, so the memo is looked
-    up by identity first (:mod:`hpa.core.memo`: hashing the nested frozen values costs more than
-    resolving them), then by value.
-    """
-    return _resolved_memo(behavior, settings)
-
-
-@functools.lru_cache(maxsize=_RESOLVED_CACHE_SIZE)
-def _resolve_behavior(
-    behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
-) -> ResolvedRules:
+    """Default both directions, then ``maybeInitScaleDownStabilizationWindow``."""
     scale_up = generate_scale_up_rules(behavior.scale_up)
     scale_down = generate_scale_down_rules(behavior.scale_down)
     if scale_down.stabilization_window_seconds is None:
@@ -411,6 +383,3 @@ def _resolve_behavior(
             scale_down, stabilization_window_seconds=settings.downscale_stabilization_seconds
         )
     return ResolvedRules(scale_up=scale_up, scale_down=scale_down)
-
-
-_resolved_memo = PairIdentityMemo(_resolve_behavior)
