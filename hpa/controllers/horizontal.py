@@ -50,11 +50,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Literal
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -137,7 +137,6 @@ def _debug_enabled() -> bool:
 METRIC_PREFIX = "hpa_horizontal_controller_"
 """Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
 
-_T = TypeVar("_T")
 
 Action = Literal["scale_up", "scale_down", "none"]
 ErrorLabel = Literal["spec", "internal", "none"]
@@ -225,11 +224,7 @@ class HPASelectorStore:
             ((only, selector),) = selectors.items()
             return (only,) if any(selector.matches(labels) for labels in pod_labels) else ()
         found: set[str] = set()
-        seen: dict[int, Mapping[str, str]] = {}  # holds each mapping, so no id is reused
         for labels in pod_labels:
-            if id(labels) in seen:
-                continue  # pods of one template often share their (cached) label mapping
-            seen[id(labels)] = labels
             found |= self._matching(namespace, selectors, labels)
         ordered = tuple(sorted(found))
         return ordered[:limit] if limit > 0 else ordered
@@ -320,7 +315,7 @@ class HorizontalControllerMetrics:
             ["action"],
             registry=registry,
         )
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._children: dict[tuple[Counter | Histogram, tuple[str, ...]], Any] = {}
         self.status_writes = Counter(
             f"{prefix}status_writes_total",
             "Status writes, by outcome (written, conflict, skipped, failed, dry_run).",
@@ -357,7 +352,7 @@ class HorizontalControllerMetrics:
     def child(self, family: Counter | Histogram, *values: str) -> Any:
         """``family.labels(*values)``, looked up once per label set (families with a closed
         label set only: the cache is never pruned)."""
-        key = (id(family), values)
+        key = (family, values)
         found = self._children.get(key)
         if found is None:
             found = self._children[key] = family.labels(*values)
@@ -546,38 +541,6 @@ def _metric_error_labels(decision: Decision, metrics: Sequence[MetricSpec]) -> l
         invalid_source = "invalid" in text and "metric source" in text
         labels.append("spec" if reason in _SPEC_REASONS or invalid_source else "internal")
     return labels
-
-
-class _Resumed(Generic[_T]):
-    """Awaiting this finishes ``coro``, whose first step has already run and yielded
-    ``first``; what the awaiting task sends or throws in (a cancellation, the deadline) is passed
-    on to ``coro``, as ``await coro`` would."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Coroutine[Any, Any, _T], first: Any) -> None:
-        self._coro = coro
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, _T]:
-        coro = self._coro
-        signal = self._first
-        while True:
-            try:
-                sent = yield signal
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as error:  # noqa: BLE001 - passed on, as `await` would
-                try:
-                    signal = coro.throw(error)
-                except StopIteration as done:
-                    return cast(_T, done.value)
-            else:
-                try:
-                    signal = coro.send(sent)
-                except StopIteration as done:
-                    return cast(_T, done.value)
 
 
 class HorizontalController:
@@ -805,18 +768,8 @@ class HorizontalController:
             if call is None:
                 observation = None  # unknown source type: the decision reports it
             else:
-                # ``await call`` under ``asyncio.timeout(...)``, without arming a timer when the
-                # call finishes without suspending (an in-memory port, a cache hit): nothing could
-                # have interrupted it, and the timer is a third of the cost of such a fetch. The
-                # deadline is taken before the first step, as ``asyncio.timeout`` would.
-                deadline = asyncio.get_running_loop().time() + self.settings.metric_timeout_seconds
-                try:
-                    first = call.send(None)
-                except StopIteration as done:
-                    observation = done.value
-                else:
-                    async with asyncio.timeout_at(deadline):
-                        observation = await _Resumed(call, first)
+                async with asyncio.timeout(self.settings.metric_timeout_seconds):
+                    observation = await call
         except TimeoutError:
             api = _API_OF_SOURCE.get(spec.type, "")  # a StrEnum key: the plain string finds it
             observation = MetricFetchError(
