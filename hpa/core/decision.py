@@ -1153,6 +1153,7 @@ def decide(
     metric_statuses: tuple[MetricStatus, ...] | None = None
     error: str | None = None
 
+    drop_scaled_to_zero = False
     if current_replicas == 0 and not needs_metrics_at_zero:
         desired_replicas = 0
         rescale = False
@@ -1162,6 +1163,8 @@ def decide(
             "ScalingDisabled",
             "scaling is disabled since the replica count of the target is zero",
         )
+        # with the gate off, a ScaledToZero condition left from a run with the gate on is removed
+        drop_scaled_to_zero = not settings.scale_to_zero_enabled
         ctx.trace.append(
             TraceEntry(
                 Stage.SCALE_TO_ZERO,
@@ -1292,6 +1295,8 @@ def decide(
             and desired_replicas < min_replicas
         ):
             desired_replicas = min_replicas
+            if not rescale_reason:
+                rescale_reason = "Current number of replicas below Spec.MinReplicas"
             ctx.trace.append(
                 TraceEntry(
                     Stage.SCALE_TO_ZERO,
@@ -1313,6 +1318,9 @@ def decide(
         desired_replicas = current_replicas
         ctx.trace.append((_steady_entry, (current_replicas,)))
         pending = None
+    conditions = ctx.conditions
+    if drop_scaled_to_zero:
+        conditions = remove_condition(conditions, ConditionType.SCALED_TO_ZERO)
     return Decision(
         desired_replicas=desired_replicas,
         rescale=rescale,
@@ -1323,7 +1331,7 @@ def decide(
             desired_replicas=desired_replicas,
             last_scale_time=previous_status.last_scale_time,
             current_metrics=metric_statuses,
-            conditions=ctx.conditions,
+            conditions=conditions,
         ),
         history=History(recommendations, history.scale_up_events, history.scale_down_events),
         events=tuple(ctx.events),
