@@ -57,9 +57,6 @@ from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
     ListedPod,
     MetricsClient,
-    ScaleSnapshot,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
 )
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.conditions import Event
@@ -92,7 +89,9 @@ from hpa.kube.client import (
 )
 from hpa.kube.clock import Clock, SystemClock, format_time
 from hpa.kube.records import ScaleTargetRef, parse_pod
+from hpa.kube.scale import Scale, ScaleUpdateResult
 from hpa.kube.selector import Selector, SelectorError, parse_selector
+from hpa.kube.status import StatusWriteOutcome
 from hpa.metrics.duration import format_duration
 from hpa.metrics.rest import RESTMetricsClient
 from hpa.metrics.transport import error_text
@@ -412,10 +411,10 @@ class _OneHPA:
 class _ReadScale:
     """The Scale read once before the reconcile (or its failure); never written."""
 
-    def __init__(self, scale: ScaleSnapshot | BaseException) -> None:
+    def __init__(self, scale: Scale | BaseException) -> None:
         self._scale = scale
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         if isinstance(self._scale, BaseException):
             raise self._scale
         return self._scale
@@ -425,7 +424,7 @@ class _ReadScale:
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         raise RuntimeError("hpa explain never writes the scale")
@@ -788,17 +787,11 @@ async def explain_hpa(
     target = f"{ref.kind}/{ref.name}"
 
     scales = kube_scale.ScaleClient(kube, kube_scale.ResourceMapper(kube, clock=clock))
-    scale: ScaleSnapshot | BaseException
+    scale: Scale | BaseException
     try:
-        read = await scales.get(
+        scale = await scales.get(
             namespace,
             ScaleTargetRef(api_version=ref.api_version, kind=ref.kind, name=ref.name),
-        )
-        scale = ScaleSnapshot(
-            read.spec_replicas,
-            read.status_replicas,
-            selector=read.selector,
-            resource_version=read.resource_version,
         )
     except ApiError as error:
         if error.code in (401, 403):
@@ -809,7 +802,7 @@ async def explain_hpa(
 
     selector_text: str | None = None
     listed: list[ListedPod] = []
-    if isinstance(scale, ScaleSnapshot) and scale.selector:
+    if isinstance(scale, Scale) and scale.selector:
         try:
             selector_text = parse_selector(scale.selector).to_string()
         except SelectorError:

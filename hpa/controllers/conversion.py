@@ -53,7 +53,7 @@ from hpa.api.autoscaling_v2 import (
 )
 from hpa.api.meta import LabelSelector as LabelSelectorModel
 from hpa.api.types import format_time
-from hpa.controllers.ports import HorizontalPodAutoscalerObject, ListedPod, ScaleSnapshot
+from hpa.controllers.ports import HorizontalPodAutoscalerObject, ListedPod
 from hpa.core.conditions import ConditionStatus, HorizontalPodAutoscalerCondition
 from hpa.core.decision import (
     CurrentScale,
@@ -84,6 +84,7 @@ from hpa.core.spec import (
     ScalingRules,
 )
 from hpa.kube.records import ContainerResources, PodRecord
+from hpa.kube.scale import Scale
 from hpa.kube.selector import Selector, selector_from_label_selector
 
 __all__ = [
@@ -365,7 +366,7 @@ def listed_pod_from_record(record: PodRecord) -> ListedPod:
     return ListedPod(info=pod_info_from_record(record), labels=record.labels)
 
 
-def current_scale(scale: ScaleSnapshot) -> CurrentScale:
+def current_scale(scale: Scale) -> CurrentScale:
     """The scale as the decision reads it."""
     return CurrentScale(
         spec_replicas=scale.spec_replicas,

@@ -71,9 +71,6 @@ from hpa.controllers.ports import (
     MetricsClient,
     PodLister,
     ScaleClient,
-    ScaleConflict,
-    ScaleSnapshot,
-    StatusWriteOutcome,
 )
 from hpa.controllers.settings import DRY_RUN_ANNOTATION, HorizontalControllerSettings
 from hpa.core.conditions import (
@@ -103,7 +100,9 @@ from hpa.core.spec import (
     MetricSpec,
     default_spec,
 )
+from hpa.kube.scale import Scale, ScaleConflict
 from hpa.kube.selector import NOTHING, Selector, SelectorError, parse_selector
+from hpa.kube.status import StatusWriteOutcome
 from hpa.metrics.transport import error_text
 
 __all__ = [
@@ -704,7 +703,7 @@ class HorizontalController:
     def _dry_run(self, hpa: HorizontalPodAutoscalerObject) -> bool:
         return self.settings.dry_run or hpa.annotations.get(DRY_RUN_ANNOTATION) == "true"
 
-    async def _get_scale(self, hpa: HorizontalPodAutoscalerObject) -> ScaleSnapshot | str:
+    async def _get_scale(self, hpa: HorizontalPodAutoscalerObject) -> Scale | str:
         try:
             return await self._scales.get_scale(hpa.namespace, hpa.spec.scale_target_ref)
         except Exception as error:  # noqa: BLE001 - upstream's FailedGetScale path
@@ -713,7 +712,7 @@ class HorizontalController:
     def _metrics_needed(
         self,
         spec: HorizontalPodAutoscalerSpec,
-        scale: ScaleSnapshot,
+        scale: Scale,
         *,
         previous: HorizontalPodAutoscalerStatus,
     ) -> bool:
@@ -825,8 +824,8 @@ class HorizontalController:
         return None
 
     async def _update_scale(
-        self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, *, replicas: int
-    ) -> ScaleSnapshot | ScaleConflict | str:
+        self, hpa: HorizontalPodAutoscalerObject, scale: Scale, *, replicas: int
+    ) -> Scale | ScaleConflict | str:
         """The written Scale, a conflict, or the failure's text."""
         try:
             result = await self._scales.update_scale(
@@ -856,9 +855,7 @@ class HorizontalController:
         pods: Sequence[ListedPod] = ()
         observations: list[MetricObservation | None] = []
         durations: list[float] = []
-        if isinstance(scale, ScaleSnapshot) and self._metrics_needed(
-            spec, scale, previous=hpa.status
-        ):
+        if isinstance(scale, Scale) and self._metrics_needed(spec, scale, previous=hpa.status):
             selector_check, selector, pods, selector_text = self._check_selector(
                 hpa, key, text=scale.selector
             )
@@ -886,11 +883,11 @@ class HorizontalController:
             pod_infos = tuple(pod.info for pod in pods)
             self._pod_infos[key] = (pods, pod_infos)
 
-        def decide_from(current: ScaleSnapshot | str) -> Decision:
+        def decide_from(current: Scale | str) -> Decision:
             return decide(
                 spec,
                 current=current_scale(current)
-                if isinstance(current, ScaleSnapshot)
+                if isinstance(current, Scale)
                 else ScaleFetchError(current),
                 observations=observations,
                 pods=pod_infos,
@@ -906,7 +903,7 @@ class HorizontalController:
         first_decision = decision
         scaled = False
         conflict_retried = False
-        if decision.rescale and not dry_run and isinstance(scale, ScaleSnapshot):
+        if decision.rescale and not dry_run and isinstance(scale, Scale):
             written = await self._update_scale(hpa, scale, replicas=decision.desired_replicas)
             if isinstance(written, ScaleConflict):
                 # nothing was written: re-decide once from the fresh Scale, write at most once

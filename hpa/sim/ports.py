@@ -25,10 +25,6 @@ from datetime import datetime
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
     ListedPod,
-    ScaleSnapshot,
-    ScaleUpdated,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
 )
 from hpa.core.conditions import Event
 from hpa.core.decision import (
@@ -40,7 +36,9 @@ from hpa.core.decision import (
 )
 from hpa.core.replicas import RESOURCE_CPU
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube.scale import Scale, ScaleUpdated, ScaleUpdateResult
 from hpa.kube.selector import Selector
+from hpa.kube.status import StatusWriteOutcome
 from hpa.sim.workload import Deployment, moment
 
 __all__ = [
@@ -170,9 +168,9 @@ class SimScaleClient:
         self._version = 1
         self._version_text = "1"
         """``str(self._version)``, kept with it."""
-        self._cached: ScaleSnapshot | None = None
+        self._cached: Scale | None = None
 
-    def _snapshot(self) -> ScaleSnapshot:
+    def _snapshot(self) -> Scale:
         deployment = self._deployment
         cached = self._cached
         if (
@@ -182,7 +180,9 @@ class SimScaleClient:
             and cached.resource_version == self._version_text
         ):
             return cached  # immutable, and nothing it shows has changed
-        self._cached = ScaleSnapshot(
+        self._cached = Scale(
+            namespace="",
+            name=deployment.name,
             spec_replicas=deployment.spec_replicas,
             status_replicas=len(deployment.pods),
             selector=deployment.selector,
@@ -190,7 +190,7 @@ class SimScaleClient:
         )
         return self._cached
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         return self._snapshot()
 
     async def update_scale(
@@ -198,7 +198,7 @@ class SimScaleClient:
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         self._deployment.scale(replicas, self._clock.t_seconds)
