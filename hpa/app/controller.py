@@ -499,7 +499,6 @@ def build_app(
         controller.forget(key)
 
     hpa_informer.add_handler(EventHandler(on_add=added, on_update=updated, on_delete=deleted))
-    pod_informer.add_handler(EventHandler(on_delete=pods.forget))
     return HorizontalControllerApp(
         settings=settings,
         client=client,

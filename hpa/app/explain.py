@@ -51,11 +51,10 @@ from prometheus_client import CollectorRegistry
 from adapter.providers import RelistError
 from hpa.app import inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
-from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, metric_selector
+from hpa.controllers.conversion import hpa_from_dict, metric_selector
 from hpa.controllers.horizontal import HorizontalController, ReconcileReport
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
-    ListedPod,
     MetricsClient,
 )
 from hpa.controllers.settings import HorizontalControllerSettings
@@ -88,7 +87,7 @@ from hpa.kube.client import (
     load_client,
 )
 from hpa.kube.clock import Clock, SystemClock, format_time
-from hpa.kube.records import ScaleTargetRef, parse_pod
+from hpa.kube.records import PodRecord, ScaleTargetRef, parse_pod
 from hpa.kube.scale import Scale, ScaleUpdateResult
 from hpa.kube.selector import Selector, SelectorError, parse_selector
 from hpa.kube.status import StatusWriteOutcome
@@ -431,10 +430,10 @@ class _ReadScale:
 
 
 class _ListedPods:
-    def __init__(self, pods: Sequence[ListedPod]) -> None:
+    def __init__(self, pods: Sequence[PodRecord]) -> None:
         self._pods = pods
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         return [pod for pod in self._pods if selector.matches(pod.labels)]
 
 
@@ -801,7 +800,7 @@ async def explain_hpa(
         scale = error
 
     selector_text: str | None = None
-    listed: list[ListedPod] = []
+    listed: list[PodRecord] = []
     if isinstance(scale, Scale) and scale.selector:
         try:
             selector_text = parse_selector(scale.selector).to_string()
@@ -814,7 +813,7 @@ async def explain_hpa(
                 )
             except ApiError as error:
                 raise _api_failure(f"listing the pods of {target}", error) from error
-            listed = [listed_pod_from_record(parse_pod(item)) for item in found.get("items") or ()]
+            listed = [parse_pod(item) for item in found.get("items") or ()]
 
     if inprocess is not None:
         metrics, _ = inprocess.factory(_ListedPods(listed))

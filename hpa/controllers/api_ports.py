@@ -9,9 +9,8 @@ one protocol of :mod:`hpa.controllers.ports`; ``hpa.app.controller`` only wires 
 
 Deliberate deviations:
 
-* converted HPAs and pods are cached per ``resourceVersion`` so a reconcile converts only what
-  changed, and pod lists are kept per namespace and selector until a pod of that namespace
-  changes;
+* converted HPAs are cached per ``resourceVersion`` so a reconcile converts only what changed,
+  and pod lists are kept per namespace and selector until a pod of that namespace changes;
 * the Scale of a built-in target (``apps`` Deployment, StatefulSet, ReplicaSet) is read from
   informers of those kinds (:class:`InformerScaleClient`), so a steady HPA costs no API request;
   writes still go through ``/scale`` with the object's resourceVersion, and a stale read ends in
@@ -21,12 +20,11 @@ Deliberate deviations:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, status_to_dict
-from hpa.controllers.ports import HorizontalPodAutoscalerObject, ListedPod
+from hpa.controllers.conversion import hpa_from_dict, status_to_dict
+from hpa.controllers.ports import HorizontalPodAutoscalerObject
 from hpa.core.conditions import Event
 from hpa.core.decision import HorizontalPodAutoscalerStatus
 from hpa.core.spec import CrossVersionObjectReference
@@ -73,74 +71,27 @@ class InformerHPALister:
 
 
 class InformerPodLister:
-    """``PodLister`` over the pod informer's store (converted once per resourceVersion).
+    """``PodLister`` over the pod informer's store.
 
-    Pods of one template share their converted containers and Ready condition (the records
-    already share their sources), so 100,000 converted pods hold a few thousand copies. The
-    answer for one namespace and selector is kept until a pod of that namespace changes
+    The records already carry the replica calculator's pod shape (built when each pod arrived).
+    The answer for one namespace and selector is kept until a pod of that namespace changes
     (``Store.namespace_version``), so a steady reconcile lists its pods with one lookup."""
 
-    def __init__(
-        self, store: Store[PodRecord], *, max_shared: int = 65536, max_lists: int = 65536
-    ) -> None:
+    def __init__(self, store: Store[PodRecord], *, max_lists: int = 65536) -> None:
         self._store = store
-        self._cache: dict[str, dict[str, tuple[str, ListedPod]]] = {}
-        self._shared: dict[Any, Any] = {}
-        self._max_shared = max_shared
-        self._lists: dict[tuple[str, Selector], tuple[int, tuple[ListedPod, ...]]] = {}
+        self._lists: dict[tuple[str, Selector], tuple[int, tuple[PodRecord, ...]]] = {}
         self._max_lists = max_lists
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         version = self._store.namespace_version(namespace)
         known = self._lists.get((namespace, selector))
         if known is not None and known[0] == version:
             return known[1]
-        listed: list[ListedPod] = []
-        cache = self._cache.setdefault(namespace, {})
-        for record in self._store.select(namespace, selector):
-            cached = cache.get(record.name)
-            if cached is None or cached[0] != record.resource_version:
-                cached = (record.resource_version, self._convert(record))
-                cache[record.name] = cached
-            listed.append(cached[1])
         if len(self._lists) >= self._max_lists:
             self._lists.clear()  # selectors of deleted HPAs go too; live ones come back
-        answer = tuple(listed)
+        answer = tuple(self._store.select(namespace, selector))
         self._lists[namespace, selector] = (version, answer)
         return answer
-
-    def _share(self, key: Any, value: Any, *, keep: Any = None) -> Any:
-        """The value stored under ``key`` (with ``keep``, which keeps an id in ``key`` valid)."""
-        found = self._shared.get(key)
-        if found is None:
-            if len(self._shared) >= self._max_shared:
-                self._shared.clear()
-            found = self._shared[key] = (keep, value)
-        return found[1]
-
-    def _convert(self, record: PodRecord) -> ListedPod:
-        listed = listed_pod_from_record(record)
-        info = listed.info
-        containers = self._share(
-            ("containers", id(record.containers)), info.containers, keep=record.containers
-        )
-        ready = info.ready_condition
-        if ready is not None:
-            ready = self._share(("ready", ready.status, ready.last_transition_time), ready)
-        if containers is info.containers and ready is info.ready_condition:
-            return listed
-        return dataclasses.replace(
-            listed,
-            info=dataclasses.replace(info, containers=containers, ready_condition=ready),
-        )
-
-    def forget(self, record: PodRecord) -> None:
-        """Drop a deleted pod's conversion (the pod informer's delete handler)."""
-        cache = self._cache.get(record.namespace)
-        if cache is not None:
-            cache.pop(record.name, None)
-            if not cache:
-                del self._cache[record.namespace]
 
 
 def _target(ref: CrossVersionObjectReference) -> ScaleTargetRef:

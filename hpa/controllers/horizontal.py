@@ -67,7 +67,6 @@ from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
     HorizontalPodAutoscalerStatusWriter,
     HPASelectorIndex,
-    ListedPod,
     MetricsClient,
     PodLister,
     ScaleClient,
@@ -93,13 +92,13 @@ from hpa.core.decision import (
     decide,
 )
 from hpa.core.explain import Explanation
-from hpa.core.replicas import PodInfo
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
     MetricSourceType,
     MetricSpec,
     default_spec,
 )
+from hpa.kube.records import PodRecord
 from hpa.kube.scale import Scale, ScaleConflict
 from hpa.kube.selector import NOTHING, Selector, SelectorError, parse_selector
 from hpa.kube.status import StatusWriteOutcome
@@ -598,7 +597,6 @@ class HorizontalController:
         )
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
-        self._pod_infos: dict[str, tuple[Sequence[ListedPod], tuple[PodInfo, ...]]] = {}
         """Per HPA: the last pod listing (held, so its identity is not reused) and its infos."""
         self._selectors: dict[str, tuple[str, Selector, str, SelectorCheck]] = {}
         """Per HPA: the scale's selector text, parsed, in canonical form (sent to metrics), and
@@ -623,7 +621,6 @@ class HorizontalController:
         self._reports.pop(key, None)
         self._explanations.pop(key, None)
         self._selectors.pop(key, None)
-        self._pod_infos.pop(key, None)
         self._desired_gauges.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
             self.metrics.desired_replicas.remove(namespace, name)
@@ -732,7 +729,7 @@ class HorizontalController:
 
     def _check_selector(
         self, hpa: HorizontalPodAutoscalerObject, key: str, *, text: str
-    ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod], str]:
+    ) -> tuple[SelectorCheck, Selector | None, Sequence[PodRecord], str]:
         """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps.
         Also returns the selector's canonical text (what the metrics calls are given)."""
         if text == "":
@@ -852,7 +849,7 @@ class HorizontalController:
 
         scale = await self._get_scale(hpa)
         selector_check = _NO_SELECTOR_CHECK
-        pods: Sequence[ListedPod] = ()
+        pods: Sequence[PodRecord] = ()
         observations: list[MetricObservation | None] = []
         durations: list[float] = []
         if isinstance(scale, Scale) and self._metrics_needed(spec, scale, previous=hpa.status):
@@ -876,12 +873,7 @@ class HorizontalController:
                     observations = [observation for observation, _ in fetched]
                     durations = [seconds for _, seconds in fetched]
 
-        cached_infos = self._pod_infos.get(key)
-        if cached_infos is not None and cached_infos[0] is pods:
-            pod_infos = cached_infos[1]  # the pod lister handed out the same (cached) listing
-        else:
-            pod_infos = tuple(pod.info for pod in pods)
-            self._pod_infos[key] = (pods, pod_infos)
+        pod_infos = tuple(pod.info for pod in pods)
 
         def decide_from(current: Scale | str) -> Decision:
             return decide(

@@ -40,8 +40,8 @@ from hpa.core.decision import (
     ObjectMetricObservation,
     PodMetricsObservation,
 )
-from hpa.core.replicas import PodInfo
 from hpa.core.spec import CrossVersionObjectReference, HorizontalPodAutoscalerSpec
+from hpa.kube.records import PodRecord
 from hpa.kube.scale import Scale, ScaleUpdateResult
 from hpa.kube.selector import Selector
 from hpa.kube.status import StatusWriteOutcome
@@ -53,7 +53,6 @@ __all__ = [
     "HorizontalPodAutoscalerLister",
     "HorizontalPodAutoscalerObject",
     "HorizontalPodAutoscalerStatusWriter",
-    "ListedPod",
     "MetricsClient",
     "PodLister",
     "ScaleClient",
@@ -88,15 +87,6 @@ class HorizontalPodAutoscalerObject:
     def key(self) -> str:
         """``namespace/name`` (``cache.MetaNamespaceKeyFunc``)."""
         return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class ListedPod:
-    """A pod from the cache: what the replica calculator reads, and its labels (for the
-    ``AmbiguousSelector`` check)."""
-
-    info: PodInfo
-    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------- ports
@@ -190,8 +180,9 @@ class EventRecorder(Protocol):
 class PodLister(Protocol):
     """``podLister.Pods(namespace).List(selector)`` on the pod informer cache."""
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
-        """The cached pods of ``namespace`` whose labels ``selector`` matches."""
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
+        """The cached pods of ``namespace`` whose labels ``selector`` matches (each with the
+        replica calculator's pod shape, ``info``, built when the pod arrived)."""
         ...
 
 

@@ -24,7 +24,6 @@ from datetime import datetime
 
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
-    ListedPod,
 )
 from hpa.core.conditions import Event
 from hpa.core.decision import (
@@ -36,6 +35,7 @@ from hpa.core.decision import (
 )
 from hpa.core.replicas import RESOURCE_CPU
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube.records import PodRecord
 from hpa.kube.scale import Scale, ScaleUpdated, ScaleUpdateResult
 from hpa.kube.selector import Selector
 from hpa.kube.status import StatusWriteOutcome
@@ -213,11 +213,11 @@ class SimPodLister:
     def __init__(self, deployment: Deployment, clock: VirtualClock) -> None:
         self._deployment = deployment
         self._clock = clock
-        self._cached: tuple[int, float, float, tuple[ListedPod, ...]] | None = None
+        self._cached: tuple[int, float, float, tuple[PodRecord, ...]] | None = None
         """(Deployment version, from, until, pods): the listing holds while no pod was created
         or deleted and no pod changed state (Running, Ready) in ``[from, until)``."""
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         deployment = self._deployment
         if not selector.matches(deployment.labels):
             return []
@@ -232,7 +232,8 @@ class SimPodLister:
         labels = deployment.labels
         containers = deployment.containers
         listed = tuple(
-            ListedPod(pod.info(t_seconds, containers), labels) for pod in deployment.pods
+            PodRecord(namespace=namespace, name=info.name, labels=labels, info=info)
+            for info in (pod.info(t_seconds, containers) for pod in deployment.pods)
         )
         until = min(
             (

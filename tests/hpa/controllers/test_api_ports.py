@@ -50,7 +50,7 @@ def _pod_record(name: str, *, cpu: str, ready: str = "True") -> PodRecord:
     )
 
 
-def test_the_pod_lister_shares_what_pods_of_one_template_have_in_common() -> None:
+def test_the_pod_lister_hands_out_the_records_with_their_pod_shape() -> None:
     store: Store[PodRecord] = Store()
     for record in (
         _pod_record("web-1", cpu="250m"),
@@ -67,10 +67,8 @@ def test_the_pod_lister_shares_what_pods_of_one_template_have_in_common() -> Non
     assert third.info.containers[0].requests_milli == {"cpu": 1000}
     assert third.info.ready_condition is not None
     assert str(third.info.ready_condition.status) == "False"
-    assert lister.list_pods("default", parse_selector("app=web"))[0] is first, "converted once"
-    removed = store.delete("default/web-1")
-    assert removed is not None
-    lister.forget(removed)
+    assert lister.list_pods("default", parse_selector("app=web"))[0] is first, "listed once"
+    assert store.delete("default/web-1") is not None
     assert [p.info.name for p in lister.list_pods("default", parse_selector("app=web"))] == [
         "web-2",
         "web-3",
