@@ -166,6 +166,11 @@ class PodInfo:
     restartable ones count towards requests, as upstream). ``pod_requests_milli`` is
     ``spec.resources.requests`` (pod-level resources, ``None`` when ``spec.resources`` is unset)
     and ``overhead_milli`` is ``spec.overhead``.
+
+    ``container_requests_milli`` is derived, not passed: per resource, the request
+    :func:`calculate_pod_requests_from_containers` gives without a container name, for each
+    resource it gives without an error. It is computed once, when the pod is built (by the
+    informer, as the Pod arrives), so a decision does not walk the containers again.
     """
 
     name: str
@@ -177,6 +182,22 @@ class PodInfo:
     init_containers: tuple[ContainerInfo, ...] = ()
     pod_requests_milli: Mapping[str, int] | None = None
     overhead_milli: Mapping[str, int] | None = None
+    container_requests_milli: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        requests: dict[str, int] = {}
+        if self.containers or self.init_containers:
+            for container in (*self.containers, *self.init_containers):
+                for resource in container.requests_milli:
+                    if resource in requests:
+                        continue
+                    try:
+                        requests[resource] = calculate_pod_requests_from_containers(
+                            self, "", resource=resource
+                        )
+                    except ReplicaCalculationError:
+                        continue  # asked for, the pod reports upstream's error then
+        object.__setattr__(self, "container_requests_milli", requests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1004,6 +1025,9 @@ def calculate_pod_requests(
         )
         if use_pod_level_requests:
             request = calculate_pod_level_requests(pod, resource=resource)
+        elif container == "" and resource in pod.container_requests_milli:
+            # calculatePodRequestsFromContainers' result, computed when the pod was built
+            request = pod.container_requests_milli[resource]
         else:
             request = calculate_pod_requests_from_containers(pod, container, resource=resource)
         requests[pod.name] = request

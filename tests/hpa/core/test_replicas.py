@@ -35,6 +35,7 @@ from hpa.core.replicas import (
     ReplicaOutcome,
     Tolerances,
     calculate_pod_requests,
+    calculate_pod_requests_from_containers,
     get_external_metric_replicas,
     get_metric_replicas,
     get_metric_usage_ratio,
@@ -540,6 +541,38 @@ def test_container_requests_stop_at_a_container_named_empty_as_upstream() -> Non
     with pytest.raises(ReplicaCalculationError) as raised:
         calculate_pod_requests([unnamed_first], resource=RESOURCE_CPU)
     assert str(raised.value) == "missing request for cpu in container  of Pod web"
+
+
+_CONTAINERS = st.builds(
+    ContainerInfo,
+    name=st.sampled_from(["", "app", "log", "proxy"]),
+    requests_milli=st.dictionaries(
+        st.sampled_from([RESOURCE_CPU, RESOURCE_MEMORY, "gpu"]), st.integers(0, 10**6)
+    ),
+    restart_policy=st.sampled_from([None, RESTART_POLICY_ALWAYS]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    containers=st.lists(_CONTAINERS, max_size=4),
+    init_containers=st.lists(_CONTAINERS, max_size=3),
+    resource=st.sampled_from([RESOURCE_CPU, RESOURCE_MEMORY, "gpu", "ephemeral-storage"]),
+)
+def test_requests_computed_when_the_pod_is_built_are_what_the_container_walk_gives(
+    containers: list[ContainerInfo], init_containers: list[ContainerInfo], resource: str
+) -> None:
+    pod = PodInfo(name="web", containers=tuple(containers), init_containers=tuple(init_containers))
+    try:
+        walked: int | str = calculate_pod_requests_from_containers(pod, "", resource=resource)
+    except ReplicaCalculationError as error:
+        walked = str(error)
+    try:
+        requested: int | str = calculate_pod_requests([pod], resource=resource)["web"]
+    except ReplicaCalculationError as error:
+        requested = str(error)
+    assert requested == walked
+    assert pod.container_requests_milli.get(resource, walked) == walked
 
 
 def test_pod_level_request_missing_for_resource_reports_upstream_error() -> None:
