@@ -259,9 +259,20 @@ DEFAULT_SCALE_DOWN_RULES = ScalingRules(
 
 
 def _copy_scaling_rules(source: ScalingRules | None, defaults: ScalingRules) -> ScalingRules:
-    """``copyHPAScalingRules``: every non-nil field of ``source`` overrides the default."""
+    """``copyHPAScalingRules``: every non-nil field of ``source`` overrides the default (a source
+    that sets every field the defaults set is already the result)."""
     if source is None:
         return defaults
+    if (
+        (
+            source.stabilization_window_seconds is not None
+            or defaults.stabilization_window_seconds is None
+        )
+        and (source.select_policy is not None or defaults.select_policy is None)
+        and (source.policies is not None or defaults.policies is None)
+        and (source.tolerance is not None or defaults.tolerance is None)
+    ):
+        return source
     return ScalingRules(
         stabilization_window_seconds=(
             source.stabilization_window_seconds
@@ -379,7 +390,10 @@ def resolve_behavior(
     scale_up = generate_scale_up_rules(behavior.scale_up)
     scale_down = generate_scale_down_rules(behavior.scale_down)
     if scale_down.stabilization_window_seconds is None:
-        scale_down = replace(
-            scale_down, stabilization_window_seconds=settings.downscale_stabilization_seconds
+        scale_down = ScalingRules(
+            stabilization_window_seconds=settings.downscale_stabilization_seconds,
+            select_policy=scale_down.select_policy,
+            policies=scale_down.policies,
+            tolerance=scale_down.tolerance,
         )
     return ResolvedRules(scale_up=scale_up, scale_down=scale_down)
