@@ -87,7 +87,6 @@ from adapter.rules import (
 )
 from adapter.rules.errors import RuleEvaluationError
 from adapter.rules.registry import SeriesInfo
-from hpa.core.frozen import fast_init
 from hpa.core.quantity import Quantity
 
 log = structlog.get_logger(__name__)
@@ -109,7 +108,6 @@ class IndexSource(Protocol):
     def index(self) -> MetricIndex: ...
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CustomMetricValue:
     """``custom_metrics.MetricValue``, version-neutral.
@@ -120,8 +118,6 @@ class CustomMetricValue:
     metric_selector: the request's ``metricLabelSelector`` (``metric.selector`` in v1beta2,
         ``selector`` in v1beta1; None when it was empty, as upstream).
     window_seconds: None when unknown (``windowSeconds`` is then omitted).
-
-    Built one per object per request, so with ``hpa.core.frozen.fast_init``'s ``__init__``.
     """
 
     described_object: ObjectReference

@@ -6,8 +6,9 @@ layer, the custom metrics version cache invalidated every sync period, an HPA in
 informer, ``--concurrent-horizontal-pod-autoscaler-syncs`` workers) and kube-controller-manager's
 leader election (``--leader-elect*``; losing the lease ends the process).
 
-This module adapts ``hpa.kube`` (informer stores, ``/scale``, ``/status``, events, Lease) to the
-ports of :mod:`hpa.controllers.ports` and runs everything in one ``asyncio.TaskGroup``:
+This module wires ``hpa.kube`` (informers, Lease) and the API-backed ports of
+:mod:`hpa.controllers.api_ports` to the controller and runs everything in one
+``asyncio.TaskGroup``:
 informers, the event writer, the HTTP endpoint (``/metrics``, ``/healthz``, ``/debug/hpa``),
 leader election and, only while the Lease is held, the work queue driving
 :meth:`HorizontalController.reconcile`. SIGTERM and SIGINT cancel the group: the Lease is released
@@ -24,8 +25,9 @@ Deliberate deviations:
 * converted HPAs and pods are cached per ``resourceVersion`` so a reconcile converts only what
   changed;
 * the Scale of a built-in target (``apps`` Deployment, StatefulSet, ReplicaSet) is read from
-  informers of those kinds (:class:`InformerScaleClient`: ``spec.replicas``, ``status.replicas``,
-  the selector and the object's resourceVersion, which is the Scale's), so a steady HPA costs no
+  informers of those kinds (``hpa.controllers.api_ports.InformerScaleClient``:
+  ``spec.replicas``, ``status.replicas``, the selector and the object's resourceVersion, which is
+  the Scale's), so a steady HPA costs no
   API request; writes still go through ``/scale`` with that resourceVersion, and a stale read
   ends in 409 and a fresh ``GET /scale`` (the controller's conflict path). Upstream GETs ``/scale``
   every sync. Other kinds, targets missing from the cache and workload informers that have not
@@ -42,13 +44,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,26 +61,19 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
-from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, status_to_dict
-from hpa.controllers.horizontal import HorizontalController
-from hpa.controllers.ports import (
-    HorizontalPodAutoscalerObject,
-    ListedPod,
-    MetricsClient,
-    PodLister,
-    ScaleConflict,
-    ScaleSnapshot,
-    ScaleUpdated,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
+from hpa.controllers.api_ports import (
+    InformerHPALister,
+    InformerPodLister,
+    InformerScaleClient,
+    KubeEventRecorder,
+    KubeScaleClient,
+    KubeStatusWriter,
 )
+from hpa.controllers.horizontal import HorizontalController
+from hpa.controllers.ports import MetricsClient, PodLister
 from hpa.controllers.queue import ItemExponentialFailureRateLimiter, QueueMetrics, WorkQueue
 from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.core.conditions import Event
-from hpa.core.decision import HorizontalPodAutoscalerStatus
 from hpa.core.duration import DurationError, parse_duration_seconds
-from hpa.core.selector import Selector
-from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube import scale as kube_scale
 from hpa.kube import status as kube_status
 from hpa.kube.client import (
@@ -90,14 +84,13 @@ from hpa.kube.client import (
     load_client,
 )
 from hpa.kube.clock import Clock, SystemClock
-from hpa.kube.events import EventRecorder, hpa_reference
+from hpa.kube.events import EventRecorder
 from hpa.kube.fence import Fence, Unfenced
-from hpa.kube.informer import EventHandler, Informer, Store, wait_all_synced
+from hpa.kube.informer import EventHandler, Informer, wait_all_synced
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
 from hpa.kube.records import (
     HpaRecord,
     PodRecord,
-    ScaleTargetRef,
     WorkloadRecord,
     parse_hpa,
     parse_pod,
@@ -108,12 +101,6 @@ from hpa.metrics.rest import RESTMetricsClient
 __all__ = [
     "ControllerAppSettings",
     "HorizontalControllerApp",
-    "InformerHPALister",
-    "InformerPodLister",
-    "InformerScaleClient",
-    "KubeEventRecorder",
-    "KubeScaleClient",
-    "KubeStatusWriter",
     "LeaseLostError",
     "add_flags",
     "build_app",
@@ -255,289 +242,6 @@ def from_args(args: argparse.Namespace) -> ControllerAppSettings:
         bind_address=args.bind_address,
         port=args.port,
     )
-
-
-# ---------------------------------------------------------------------------------- adapters
-
-
-class InformerHPALister:
-    """``HorizontalPodAutoscalerLister`` over the HPA informer's store (converted once per
-    resourceVersion)."""
-
-    def __init__(self, store: Store[HpaRecord]) -> None:
-        self._store = store
-        self._cache: dict[str, tuple[str, HorizontalPodAutoscalerObject]] = {}
-
-    def get(self, namespace: str, name: str) -> HorizontalPodAutoscalerObject | None:
-        record = self._store.get_by_name(namespace, name)
-        key = f"{namespace}/{name}"
-        if record is None:
-            self._cache.pop(key, None)
-            return None
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] == record.resource_version:
-            return cached[1]
-        converted = hpa_from_dict(record.raw)
-        self._cache[key] = (record.resource_version, converted)
-        return converted
-
-
-class InformerPodLister:
-    """``PodLister`` over the pod informer's store (converted once per resourceVersion).
-
-    Pods of one template share their converted containers and Ready condition (the records
-    already share their sources), so 100,000 converted pods hold a few thousand copies. The
-    answer for one namespace and selector is kept until a pod of that namespace changes
-    (``Store.namespace_version``), so a steady reconcile lists its pods with one lookup."""
-
-    def __init__(
-        self, store: Store[PodRecord], *, max_shared: int = 65536, max_lists: int = 65536
-    ) -> None:
-        self._store = store
-        self._cache: dict[str, dict[str, tuple[str, ListedPod]]] = {}
-        self._shared: dict[Any, Any] = {}
-        self._max_shared = max_shared
-        self._lists: dict[tuple[str, Selector], tuple[int, tuple[ListedPod, ...]]] = {}
-        self._max_lists = max_lists
-
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
-        version = self._store.namespace_version(namespace)
-        known = self._lists.get((namespace, selector))
-        if known is not None and known[0] == version:
-            return known[1]
-        listed: list[ListedPod] = []
-        cache = self._cache.setdefault(namespace, {})
-        for record in self._store.select(namespace, selector):
-            cached = cache.get(record.name)
-            if cached is None or cached[0] != record.resource_version:
-                cached = (record.resource_version, self._convert(record))
-                cache[record.name] = cached
-            listed.append(cached[1])
-        if len(self._lists) >= self._max_lists:
-            self._lists.clear()  # selectors of deleted HPAs go too; live ones come back
-        answer = tuple(listed)
-        self._lists[namespace, selector] = (version, answer)
-        return answer
-
-    def _share(self, key: Any, value: Any, *, keep: Any = None) -> Any:
-        """The value stored under ``key`` (with ``keep``, which keeps an id in ``key`` valid)."""
-        found = self._shared.get(key)
-        if found is None:
-            if len(self._shared) >= self._max_shared:
-                self._shared.clear()
-            found = self._shared[key] = (keep, value)
-        return found[1]
-
-    def _convert(self, record: PodRecord) -> ListedPod:
-        listed = listed_pod_from_record(record)
-        info = listed.info
-        containers = self._share(
-            ("containers", id(record.containers)), info.containers, keep=record.containers
-        )
-        ready = info.ready_condition
-        if ready is not None:
-            ready = self._share(("ready", ready.status, ready.last_transition_time), ready)
-        if containers is info.containers and ready is info.ready_condition:
-            return listed
-        return dataclasses.replace(
-            listed,
-            info=dataclasses.replace(info, containers=containers, ready_condition=ready),
-        )
-
-    def forget(self, record: PodRecord) -> None:
-        """Drop a deleted pod's conversion (the pod informer's delete handler)."""
-        cache = self._cache.get(record.namespace)
-        if cache is not None:
-            cache.pop(record.name, None)
-            if not cache:
-                del self._cache[record.namespace]
-
-
-def _target(ref: CrossVersionObjectReference) -> ScaleTargetRef:
-    return ScaleTargetRef(api_version=ref.api_version, kind=ref.kind, name=ref.name)
-
-
-def _snapshot(scale: kube_scale.Scale) -> ScaleSnapshot:
-    return ScaleSnapshot(
-        spec_replicas=scale.spec_replicas,
-        status_replicas=scale.status_replicas,
-        selector=scale.selector,
-        resource_version=scale.resource_version,
-        handle=scale,
-    )
-
-
-class KubeScaleClient:
-    """``ScaleClient`` over ``hpa.kube.scale.ScaleClient``."""
-
-    def __init__(self, scales: kube_scale.ScaleClient) -> None:
-        self._scales = scales
-
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
-        return _snapshot(await self._scales.get(namespace, _target(target)))
-
-    async def update_scale(
-        self,
-        namespace: str,
-        target: CrossVersionObjectReference,
-        *,
-        scale: ScaleSnapshot,
-        replicas: int,
-    ) -> ScaleUpdateResult:
-        handle = scale.handle
-        if not isinstance(handle, kube_scale.Scale):
-            raise TypeError("a ScaleSnapshot from another ScaleClient")
-        result = await self._scales.update(namespace, _target(target), handle, replicas=replicas)
-        if isinstance(result, kube_scale.ScaleConflict):
-            return ScaleConflict(current=_snapshot(result.current), message=result.message)
-        return ScaleUpdated(_snapshot(result.scale))
-
-
-class _WorkloadScaleDocument(Mapping[str, Any]):
-    """The Scale JSON of a workload record, built only when read (a write needs it; a steady
-    HPA never does), so 10,000 cached Scales hold no dicts."""
-
-    __slots__ = ("_record", "_selector")
-
-    def __init__(self, record: WorkloadRecord, selector: str) -> None:
-        self._record = record
-        self._selector = selector
-
-    def _document(self) -> dict[str, Any]:
-        record = self._record
-        return {
-            "apiVersion": "autoscaling/v1",
-            "kind": "Scale",
-            "metadata": {
-                "name": record.name,
-                "namespace": record.namespace,
-                "resourceVersion": record.resource_version,
-            },
-            "spec": {"replicas": record.spec_replicas},
-            "status": {"replicas": record.status_replicas, "selector": self._selector},
-        }
-
-    def __getitem__(self, key: str) -> Any:
-        return self._document()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(("apiVersion", "kind", "metadata", "spec", "status"))
-
-    def __len__(self) -> int:
-        return 5
-
-
-def scale_from_workload(record: WorkloadRecord) -> kube_scale.Scale:
-    """The ``autoscaling/v1`` Scale the API server would answer for a Deployment, StatefulSet or
-    ReplicaSet: ``spec.replicas``, ``status.replicas``, the selector in string form and the
-    object's resourceVersion (a subresource shares its object's)."""
-    selector = record.selector.to_string()
-    return kube_scale.Scale(
-        namespace=record.namespace,
-        name=record.name,
-        resource_version=record.resource_version,
-        spec_replicas=record.spec_replicas,
-        status_replicas=record.status_replicas,
-        selector=selector,
-        raw=_WorkloadScaleDocument(record, selector),
-    )
-
-
-class InformerScaleClient:
-    """``ScaleClient`` reading built-in targets from workload informers, writing via ``/scale``.
-
-    ``informers`` maps a kind of group ``apps`` to its informer. A target of another group or
-    kind, one not in the cache, one whose selector does not parse, or any target while its
-    kind's informer has not synced, is read with ``GET /scale`` through ``live``. Updates always
-    go through ``live`` (``PUT /scale`` guarded by the read's resourceVersion).
-    """
-
-    def __init__(
-        self, informers: Mapping[str, Informer[WorkloadRecord]], live: KubeScaleClient
-    ) -> None:
-        self._informers = informers
-        self._live = live
-        self._snapshots: dict[tuple[str, str, str], tuple[WorkloadRecord, ScaleSnapshot]] = {}
-        self.cached_reads = 0
-        self.live_reads = 0
-
-    def _cached(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot | None:
-        group, _, _ = target.api_version.rpartition("/")
-        if group != "apps":
-            return None
-        informer = self._informers.get(target.kind)
-        if informer is None or not informer.has_synced():
-            return None
-        record = informer.store.get_by_name(namespace, target.name)
-        key = (target.kind, namespace, target.name)
-        if record is None or record.selector.matches_nothing:
-            self._snapshots.pop(key, None)
-            return None
-        known = self._snapshots.get(key)
-        if known is not None and known[0] is record:
-            return known[1]  # the informer's record is unchanged: so is its Scale
-        snapshot = _snapshot(scale_from_workload(record))
-        self._snapshots[key] = (record, snapshot)
-        return snapshot
-
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
-        cached = self._cached(namespace, target)
-        if cached is not None:
-            self.cached_reads += 1
-            return cached
-        self.live_reads += 1
-        return await self._live.get_scale(namespace, target)
-
-    async def update_scale(
-        self,
-        namespace: str,
-        target: CrossVersionObjectReference,
-        *,
-        scale: ScaleSnapshot,
-        replicas: int,
-    ) -> ScaleUpdateResult:
-        return await self._live.update_scale(namespace, target, scale=scale, replicas=replicas)
-
-
-class KubeStatusWriter:
-    """``HorizontalPodAutoscalerStatusWriter`` over ``hpa.kube.status.StatusWriter`` (which
-    sends the informer's raw object back, unknown fields included)."""
-
-    def __init__(self, writer: kube_status.StatusWriter, store: Store[HpaRecord]) -> None:
-        self._writer = writer
-        self._store = store
-
-    async def update_status(
-        self,
-        hpa: HorizontalPodAutoscalerObject,
-        status: HorizontalPodAutoscalerStatus,
-        *,
-        observed_generation: int | None = None,
-    ) -> StatusWriteOutcome:
-        record = self._store.get_by_name(hpa.namespace, hpa.name)
-        if record is None or record.resource_version != hpa.resource_version:
-            return StatusWriteOutcome.CONFLICT
-        result = await self._writer.write(
-            record, status_to_dict(status, observed_generation=observed_generation)
-        )
-        if result.outcome == kube_status.StatusWriteOutcome.CONFLICT:
-            return StatusWriteOutcome.CONFLICT
-        return StatusWriteOutcome.WRITTEN
-
-
-class KubeEventRecorder:
-    """``EventRecorder`` over ``hpa.kube.events.EventRecorder``."""
-
-    def __init__(self, recorder: EventRecorder) -> None:
-        self._recorder = recorder
-
-    def record(self, hpa: HorizontalPodAutoscalerObject, event: Event) -> None:
-        self._recorder.record(
-            hpa_reference(
-                hpa.namespace, hpa.name, uid=hpa.uid, resource_version=hpa.resource_version
-            ),
-            event,
-        )
 
 
 # ---------------------------------------------------------------------------------- the app
@@ -795,7 +499,6 @@ def build_app(
         controller.forget(key)
 
     hpa_informer.add_handler(EventHandler(on_add=added, on_update=updated, on_delete=deleted))
-    pod_informer.add_handler(EventHandler(on_delete=pods.forget))
     return HorizontalControllerApp(
         settings=settings,
         client=client,

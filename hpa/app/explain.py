@@ -51,15 +51,11 @@ from prometheus_client import CollectorRegistry
 from adapter.providers import RelistError
 from hpa.app import inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
-from hpa.controllers.conversion import hpa_from_dict, listed_pod_from_record, metric_selector
+from hpa.controllers.conversion import hpa_from_dict, metric_selector
 from hpa.controllers.horizontal import HorizontalController, ReconcileReport
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
-    ListedPod,
     MetricsClient,
-    ScaleSnapshot,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
 )
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.conditions import Event
@@ -93,7 +89,9 @@ from hpa.kube.client import (
     load_client,
 )
 from hpa.kube.clock import Clock, SystemClock, format_time
-from hpa.kube.records import ScaleTargetRef, parse_pod
+from hpa.kube.records import PodRecord, ScaleTargetRef, parse_pod
+from hpa.kube.scale import Scale, ScaleUpdateResult
+from hpa.kube.status import StatusWriteOutcome
 from hpa.metrics.rest import RESTMetricsClient
 from hpa.metrics.transport import error_text
 
@@ -412,10 +410,10 @@ class _OneHPA:
 class _ReadScale:
     """The Scale read once before the reconcile (or its failure); never written."""
 
-    def __init__(self, scale: ScaleSnapshot | BaseException) -> None:
+    def __init__(self, scale: Scale | BaseException) -> None:
         self._scale = scale
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         if isinstance(self._scale, BaseException):
             raise self._scale
         return self._scale
@@ -425,17 +423,17 @@ class _ReadScale:
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         raise RuntimeError("hpa explain never writes the scale")
 
 
 class _ListedPods:
-    def __init__(self, pods: Sequence[ListedPod]) -> None:
+    def __init__(self, pods: Sequence[PodRecord]) -> None:
         self._pods = pods
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         return [pod for pod in self._pods if selector.matches(pod.labels)]
 
 
@@ -788,17 +786,11 @@ async def explain_hpa(
     target = f"{ref.kind}/{ref.name}"
 
     scales = kube_scale.ScaleClient(kube, kube_scale.ResourceMapper(kube, clock=clock))
-    scale: ScaleSnapshot | BaseException
+    scale: Scale | BaseException
     try:
-        read = await scales.get(
+        scale = await scales.get(
             namespace,
             ScaleTargetRef(api_version=ref.api_version, kind=ref.kind, name=ref.name),
-        )
-        scale = ScaleSnapshot(
-            read.spec_replicas,
-            read.status_replicas,
-            selector=read.selector,
-            resource_version=read.resource_version,
         )
     except ApiError as error:
         if error.code in (401, 403):
@@ -808,8 +800,8 @@ async def explain_hpa(
         scale = error
 
     selector_text: str | None = None
-    listed: list[ListedPod] = []
-    if isinstance(scale, ScaleSnapshot) and scale.selector:
+    listed: list[PodRecord] = []
+    if isinstance(scale, Scale) and scale.selector:
         try:
             selector_text = parse_selector(scale.selector).to_string()
         except SelectorError:
@@ -821,7 +813,7 @@ async def explain_hpa(
                 )
             except ApiError as error:
                 raise _api_failure(f"listing the pods of {target}", error) from error
-            listed = [listed_pod_from_record(parse_pod(item)) for item in found.get("items") or ()]
+            listed = [parse_pod(item) for item in found.get("items") or ()]
 
     if inprocess is not None:
         metrics, _ = inprocess.factory(_ListedPods(listed))

@@ -53,7 +53,7 @@ from hpa.api.autoscaling_v2 import (
 )
 from hpa.api.meta import LabelSelector as LabelSelectorModel
 from hpa.api.types import format_time
-from hpa.controllers.ports import HorizontalPodAutoscalerObject, ListedPod, ScaleSnapshot
+from hpa.controllers.ports import HorizontalPodAutoscalerObject
 from hpa.core.conditions import ConditionStatus, HorizontalPodAutoscalerCondition
 from hpa.core.decision import (
     CurrentScale,
@@ -61,8 +61,7 @@ from hpa.core.decision import (
     MetricStatus,
     MetricValueStatus,
 )
-from hpa.core.quantity import Quantity, QuantityError, parse_quantity
-from hpa.core.replicas import GO_ZERO_TIME, ContainerInfo, PodCondition, PodInfo, PodPhase
+from hpa.core.quantity import Quantity, parse_quantity
 from hpa.core.selector import Selector, selector_from_label_selector
 from hpa.core.spec import (
     ContainerResourceMetricSource,
@@ -84,16 +83,14 @@ from hpa.core.spec import (
     ScalingPolicyType,
     ScalingRules,
 )
-from hpa.kube.records import ContainerResources, PodRecord
+from hpa.kube.scale import Scale
 
 __all__ = [
     "current_scale",
     "hpa_from_dict",
     "label_selector_from_model",
     "label_selector_to_dict",
-    "listed_pod_from_record",
     "metric_selector",
-    "pod_info_from_record",
     "spec_from_model",
     "status_from_model",
     "status_to_dict",
@@ -309,63 +306,7 @@ def hpa_from_dict(data: Mapping[str, Any]) -> HorizontalPodAutoscalerObject:
     )
 
 
-# ------------------------------------------------------------------ kube records -> core
-
-
-def _requests_milli(resources: ContainerResources) -> dict[str, int]:
-    requests: dict[str, int] = {}
-    for name, text in resources.requests.items():
-        try:
-            requests[name] = parse_quantity(text).milli_value()
-        except QuantityError:
-            continue  # the API server validates requests; an unreadable one counts as unset
-    return requests
-
-
-def _container(resources: ContainerResources) -> ContainerInfo:
-    return ContainerInfo(
-        name=resources.name,
-        requests_milli=_requests_milli(resources),
-        restart_policy=resources.restart_policy,
-    )
-
-
-def pod_info_from_record(record: PodRecord) -> PodInfo:
-    """An informer's ``PodRecord`` -> what the replica calculator reads."""
-    try:
-        phase = PodPhase(record.phase)
-    except ValueError:
-        phase = PodPhase.UNKNOWN
-    ready = None
-    if record.ready_status is not None:
-        try:
-            ready_status = ConditionStatus(record.ready_status)
-        except ValueError:
-            ready_status = ConditionStatus.UNKNOWN
-        ready = PodCondition(
-            status=ready_status,
-            last_transition_time=record.ready_last_transition_time or GO_ZERO_TIME,
-        )
-    return PodInfo(
-        name=record.name,
-        phase=phase,
-        ready_condition=ready,
-        start_time=record.start_time,
-        deletion_timestamp=record.deletion_timestamp,
-        containers=tuple(_container(c) for c in record.containers),
-        init_containers=tuple(_container(c) for c in record.init_containers),
-        pod_requests_milli=None
-        if record.pod_resources is None
-        else _requests_milli(record.pod_resources),
-    )
-
-
-def listed_pod_from_record(record: PodRecord) -> ListedPod:
-    """A ``PodRecord`` as the pod lister port hands it out."""
-    return ListedPod(info=pod_info_from_record(record), labels=record.labels)
-
-
-def current_scale(scale: ScaleSnapshot) -> CurrentScale:
+def current_scale(scale: Scale) -> CurrentScale:
     """The scale as the decision reads it."""
     return CurrentScale(
         spec_replicas=scale.spec_replicas,

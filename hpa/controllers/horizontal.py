@@ -50,11 +50,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Literal
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -67,13 +67,9 @@ from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
     HorizontalPodAutoscalerStatusWriter,
     HPASelectorIndex,
-    ListedPod,
     MetricsClient,
     PodLister,
     ScaleClient,
-    ScaleConflict,
-    ScaleSnapshot,
-    StatusWriteOutcome,
 )
 from hpa.controllers.settings import DRY_RUN_ANNOTATION, HorizontalControllerSettings
 from hpa.core.conditions import (
@@ -96,8 +92,6 @@ from hpa.core.decision import (
     decide,
 )
 from hpa.core.explain import Explanation
-from hpa.core.frozen import fast_init
-from hpa.core.replicas import PodInfo
 from hpa.core.selector import NOTHING, Selector, SelectorError, parse_selector
 from hpa.core.spec import (
     HorizontalPodAutoscalerSpec,
@@ -105,6 +99,9 @@ from hpa.core.spec import (
     MetricSpec,
     default_spec,
 )
+from hpa.kube.records import PodRecord
+from hpa.kube.scale import Scale, ScaleConflict
+from hpa.kube.status import StatusWriteOutcome
 from hpa.metrics.transport import error_text
 
 __all__ = [
@@ -138,7 +135,6 @@ def _debug_enabled() -> bool:
 METRIC_PREFIX = "hpa_horizontal_controller_"
 """Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
 
-_T = TypeVar("_T")
 
 Action = Literal["scale_up", "scale_down", "none"]
 ErrorLabel = Literal["spec", "internal", "none"]
@@ -226,11 +222,7 @@ class HPASelectorStore:
             ((only, selector),) = selectors.items()
             return (only,) if any(selector.matches(labels) for labels in pod_labels) else ()
         found: set[str] = set()
-        seen: dict[int, Mapping[str, str]] = {}  # holds each mapping, so no id is reused
         for labels in pod_labels:
-            if id(labels) in seen:
-                continue  # pods of one template often share their (cached) label mapping
-            seen[id(labels)] = labels
             found |= self._matching(namespace, selectors, labels)
         ordered = tuple(sorted(found))
         return ordered[:limit] if limit > 0 else ordered
@@ -321,7 +313,7 @@ class HorizontalControllerMetrics:
             ["action"],
             registry=registry,
         )
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._children: dict[tuple[Counter | Histogram, tuple[str, ...]], Any] = {}
         self.status_writes = Counter(
             f"{prefix}status_writes_total",
             "Status writes, by outcome (written, conflict, skipped, failed, dry_run).",
@@ -358,7 +350,7 @@ class HorizontalControllerMetrics:
     def child(self, family: Counter | Histogram, *values: str) -> Any:
         """``family.labels(*values)``, looked up once per label set (families with a closed
         label set only: the cache is never pruned)."""
-        key = (id(family), values)
+        key = (family, values)
         found = self._children.get(key)
         if found is None:
             found = self._children[key] = family.labels(*values)
@@ -469,7 +461,6 @@ def status_needs_write(
 # ------------------------------------------------------------------------------ the controller
 
 
-@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReconcileReport:
     """What one reconcile did: for logs, the debug endpoint, tests and the simulator."""
@@ -550,38 +541,6 @@ def _metric_error_labels(decision: Decision, metrics: Sequence[MetricSpec]) -> l
     return labels
 
 
-class _Resumed(Generic[_T]):
-    """Awaiting this finishes ``coro``, whose first step has already run and yielded
-    ``first``; what the awaiting task sends or throws in (a cancellation, the deadline) is passed
-    on to ``coro``, as ``await coro`` would."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Coroutine[Any, Any, _T], first: Any) -> None:
-        self._coro = coro
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, _T]:
-        coro = self._coro
-        signal = self._first
-        while True:
-            try:
-                sent = yield signal
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as error:  # noqa: BLE001 - passed on, as `await` would
-                try:
-                    signal = coro.throw(error)
-                except StopIteration as done:
-                    return cast(_T, done.value)
-            else:
-                try:
-                    signal = coro.send(sent)
-                except StopIteration as done:
-                    return cast(_T, done.value)
-
-
 class HorizontalController:
     """Reconciles one HPA key at a time through the ports; keeps per-HPA history in memory.
 
@@ -638,7 +597,6 @@ class HorizontalController:
         )
         self._histories: dict[str, History] = {}
         self._last_sync: dict[str, float] = {}
-        self._pod_infos: dict[str, tuple[Sequence[ListedPod], tuple[PodInfo, ...]]] = {}
         """Per HPA: the last pod listing (held, so its identity is not reused) and its infos."""
         self._selectors: dict[str, tuple[str, Selector, str, SelectorCheck]] = {}
         """Per HPA: the scale's selector text, parsed, in canonical form (sent to metrics), and
@@ -663,7 +621,6 @@ class HorizontalController:
         self._reports.pop(key, None)
         self._explanations.pop(key, None)
         self._selectors.pop(key, None)
-        self._pod_infos.pop(key, None)
         self._desired_gauges.pop(key, None)
         with contextlib.suppress(KeyError):  # never reconciled: no series to remove
             self.metrics.desired_replicas.remove(namespace, name)
@@ -743,7 +700,7 @@ class HorizontalController:
     def _dry_run(self, hpa: HorizontalPodAutoscalerObject) -> bool:
         return self.settings.dry_run or hpa.annotations.get(DRY_RUN_ANNOTATION) == "true"
 
-    async def _get_scale(self, hpa: HorizontalPodAutoscalerObject) -> ScaleSnapshot | str:
+    async def _get_scale(self, hpa: HorizontalPodAutoscalerObject) -> Scale | str:
         try:
             return await self._scales.get_scale(hpa.namespace, hpa.spec.scale_target_ref)
         except Exception as error:  # noqa: BLE001 - upstream's FailedGetScale path
@@ -752,7 +709,7 @@ class HorizontalController:
     def _metrics_needed(
         self,
         spec: HorizontalPodAutoscalerSpec,
-        scale: ScaleSnapshot,
+        scale: Scale,
         *,
         previous: HorizontalPodAutoscalerStatus,
     ) -> bool:
@@ -772,7 +729,7 @@ class HorizontalController:
 
     def _check_selector(
         self, hpa: HorizontalPodAutoscalerObject, key: str, *, text: str
-    ) -> tuple[SelectorCheck, Selector | None, Sequence[ListedPod], str]:
+    ) -> tuple[SelectorCheck, Selector | None, Sequence[PodRecord], str]:
         """``validateAndParseSelector``: parse, refresh the store, list pods, find overlaps.
         Also returns the selector's canonical text (what the metrics calls are given)."""
         if text == "":
@@ -807,18 +764,8 @@ class HorizontalController:
             if call is None:
                 observation = None  # unknown source type: the decision reports it
             else:
-                # ``await call`` under ``asyncio.timeout(...)``, without arming a timer when the
-                # call finishes without suspending (an in-memory port, a cache hit): nothing could
-                # have interrupted it, and the timer is a third of the cost of such a fetch. The
-                # deadline is taken before the first step, as ``asyncio.timeout`` would.
-                deadline = asyncio.get_running_loop().time() + self.settings.metric_timeout_seconds
-                try:
-                    first = call.send(None)
-                except StopIteration as done:
-                    observation = done.value
-                else:
-                    async with asyncio.timeout_at(deadline):
-                        observation = await _Resumed(call, first)
+                async with asyncio.timeout(self.settings.metric_timeout_seconds):
+                    observation = await call
         except TimeoutError:
             api = _API_OF_SOURCE.get(spec.type, "")  # a StrEnum key: the plain string finds it
             observation = MetricFetchError(
@@ -874,8 +821,8 @@ class HorizontalController:
         return None
 
     async def _update_scale(
-        self, hpa: HorizontalPodAutoscalerObject, scale: ScaleSnapshot, *, replicas: int
-    ) -> ScaleSnapshot | ScaleConflict | str:
+        self, hpa: HorizontalPodAutoscalerObject, scale: Scale, *, replicas: int
+    ) -> Scale | ScaleConflict | str:
         """The written Scale, a conflict, or the failure's text."""
         try:
             result = await self._scales.update_scale(
@@ -902,12 +849,10 @@ class HorizontalController:
 
         scale = await self._get_scale(hpa)
         selector_check = _NO_SELECTOR_CHECK
-        pods: Sequence[ListedPod] = ()
+        pods: Sequence[PodRecord] = ()
         observations: list[MetricObservation | None] = []
         durations: list[float] = []
-        if isinstance(scale, ScaleSnapshot) and self._metrics_needed(
-            spec, scale, previous=hpa.status
-        ):
+        if isinstance(scale, Scale) and self._metrics_needed(spec, scale, previous=hpa.status):
             selector_check, selector, pods, selector_text = self._check_selector(
                 hpa, key, text=scale.selector
             )
@@ -928,18 +873,13 @@ class HorizontalController:
                     observations = [observation for observation, _ in fetched]
                     durations = [seconds for _, seconds in fetched]
 
-        cached_infos = self._pod_infos.get(key)
-        if cached_infos is not None and cached_infos[0] is pods:
-            pod_infos = cached_infos[1]  # the pod lister handed out the same (cached) listing
-        else:
-            pod_infos = tuple(pod.info for pod in pods)
-            self._pod_infos[key] = (pods, pod_infos)
+        pod_infos = tuple(pod.info for pod in pods)
 
-        def decide_from(current: ScaleSnapshot | str) -> Decision:
+        def decide_from(current: Scale | str) -> Decision:
             return decide(
                 spec,
                 current=current_scale(current)
-                if isinstance(current, ScaleSnapshot)
+                if isinstance(current, Scale)
                 else ScaleFetchError(current),
                 observations=observations,
                 pods=pod_infos,
@@ -955,7 +895,7 @@ class HorizontalController:
         first_decision = decision
         scaled = False
         conflict_retried = False
-        if decision.rescale and not dry_run and isinstance(scale, ScaleSnapshot):
+        if decision.rescale and not dry_run and isinstance(scale, Scale):
             written = await self._update_scale(hpa, scale, replicas=decision.desired_replicas)
             if isinstance(written, ScaleConflict):
                 # nothing was written: re-decide once from the fresh Scale, write at most once

@@ -7,11 +7,12 @@ Upstream counterparts, one per port: ``metricsclient.MetricsClient``
 ``record.EventRecorder``, the pod lister (``podLister.Pods(ns).List(selector)``), the selector
 store of ``hpa_selector_store.go`` (``hpaSelectorTracker``) and ``k8s.io/utils/clock``.
 
-The controller owns these protocols; two families implement them: ``hpa.app`` adapts ``hpa.kube``
-(informer caches, ``/scale``, ``/status``, events) and ``hpa.metrics`` (the aggregated metrics
-APIs), and the simulator keeps everything in memory. No protocol mentions kubernetes_asyncio or
-pydantic: arguments and results are ``hpa.core`` values, strings, and the small frozen records
-defined here.
+The controller owns these protocols; two families implement them: :mod:`hpa.controllers.api_ports`
+adapts ``hpa.kube`` (informer caches, ``/scale``, ``/status``, events) and ``hpa.metrics`` the
+aggregated metrics APIs, and the simulator keeps everything in memory. No protocol mentions
+kubernetes_asyncio or pydantic: arguments and results are ``hpa.core`` values, strings, the small
+frozen records defined here, and ``hpa.kube``'s ``Scale`` with its update results
+(``ScaleUpdated``, ``ScaleConflict``) and ``StatusWriteOutcome``, each defined once there.
 
 Deliberate deviations from upstream's interfaces:
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Protocol
 
 from hpa.core.conditions import Event
@@ -40,10 +40,11 @@ from hpa.core.decision import (
     ObjectMetricObservation,
     PodMetricsObservation,
 )
-from hpa.core.frozen import fast_init
-from hpa.core.replicas import PodInfo
 from hpa.core.selector import Selector
 from hpa.core.spec import CrossVersionObjectReference, HorizontalPodAutoscalerSpec
+from hpa.kube.records import PodRecord
+from hpa.kube.scale import Scale, ScaleUpdateResult
+from hpa.kube.status import StatusWriteOutcome
 
 __all__ = [
     "Clock",
@@ -52,15 +53,9 @@ __all__ = [
     "HorizontalPodAutoscalerLister",
     "HorizontalPodAutoscalerObject",
     "HorizontalPodAutoscalerStatusWriter",
-    "ListedPod",
     "MetricsClient",
     "PodLister",
     "ScaleClient",
-    "ScaleConflict",
-    "ScaleSnapshot",
-    "ScaleUpdateResult",
-    "ScaleUpdated",
-    "StatusWriteOutcome",
 ]
 
 
@@ -92,58 +87,6 @@ class HorizontalPodAutoscalerObject:
     def key(self) -> str:
         """``namespace/name`` (``cache.MetaNamespaceKeyFunc``)."""
         return f"{self.namespace}/{self.name}"
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class ListedPod:
-    """A pod from the cache: what the replica calculator reads, and its labels (for the
-    ``AmbiguousSelector`` check)."""
-
-    info: PodInfo
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class ScaleSnapshot:
-    """``autoscaling/v1`` Scale as read: replicas, selector and the resourceVersion that guards
-    the update. ``handle`` is private to the implementation (the kube adapter keeps the raw
-    object there); the controller passes it back untouched."""
-
-    spec_replicas: int
-    status_replicas: int
-    _: KW_ONLY
-    selector: str
-    resource_version: str = ""
-    handle: object = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleUpdated:
-    """The update went through; ``scale`` is what the server answered."""
-
-    scale: ScaleSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleConflict:
-    """409: the target changed since it was read; nothing was written. ``current`` is a fresh
-    read, ``message`` the server's."""
-
-    current: ScaleSnapshot
-    message: str
-
-
-ScaleUpdateResult = ScaleUpdated | ScaleConflict
-
-
-class StatusWriteOutcome(StrEnum):
-    """What became of a status write."""
-
-    WRITTEN = "written"
-    CONFLICT = "conflict"
-    """The HPA changed since it was read (409); the next sync writes again."""
 
 
 # --------------------------------------------------------------------------------- ports
@@ -186,7 +129,7 @@ class MetricsClient(Protocol):
 class ScaleClient(Protocol):
     """``ScalesGetter``: read and update ``/scale`` of the HPA's target."""
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         """The target's Scale; raises on failure (its text becomes ``FailedGetScale``)."""
         ...
 
@@ -195,7 +138,7 @@ class ScaleClient(Protocol):
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         """Set ``spec.replicas`` under ``scale.resource_version``. A conflict is a value
@@ -237,8 +180,9 @@ class EventRecorder(Protocol):
 class PodLister(Protocol):
     """``podLister.Pods(namespace).List(selector)`` on the pod informer cache."""
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
-        """The cached pods of ``namespace`` whose labels ``selector`` matches."""
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
+        """The cached pods of ``namespace`` whose labels ``selector`` matches (each with the
+        replica calculator's pod shape, ``info``, built when the pod arrived)."""
         ...
 
 

@@ -23,10 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from hpa.core.frozen import fast_init
-from hpa.core.memo import timedelta_of
 from hpa.core.spec import (
     HorizontalPodAutoscalerBehavior,
     ResolvedRules,
@@ -39,7 +37,6 @@ MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedRecommendation:
     """``timestampedRecommendation``: one unstabilized recommendation and when it was made."""
@@ -48,7 +45,6 @@ class TimestampedRecommendation:
     timestamp: datetime
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TimestampedScaleEvent:
     """``timestampedScaleEvent``: the absolute replica change of one successful rescale."""
@@ -62,7 +58,6 @@ Recommendations = tuple[TimestampedRecommendation, ...]
 ScaleEvents = tuple[TimestampedScaleEvent, ...]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Limit:
     """The outcome of a limiting step: the value, the ``ScalingLimited`` reason and message."""
@@ -159,7 +154,7 @@ def _stabilize(
     """:func:`stabilize_recommendation`, plus the in-window values (one pass)."""
     max_recommendation = prenormalized_desired_replicas
     old_sample_index = -1
-    cutoff = now - timedelta_of(downscale_stabilization_window_seconds)
+    cutoff = now - timedelta(seconds=downscale_stabilization_window_seconds)
     window: list[int] = []
     for index, rec in enumerate(recommendations):
         if rec.timestamp < cutoff:
@@ -208,7 +203,6 @@ def convert_desired_replicas_with_rules(
     return _within_range(desired_replicas)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Normalization:
     """What normalization did to one proposal.
@@ -279,7 +273,6 @@ def normalize_desired_replicas(
     )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class NormalizationArg:
     """``NormalizationArg``: everything the behavior-based normalization reads."""
@@ -320,9 +313,11 @@ def _stabilize_with_behaviors(
 ) -> tuple[int, str, str, Recommendations, tuple[int, ...]]:
     """:func:`stabilize_recommendation_with_behaviors`, plus the in-window values."""
     up_recommendation = args.desired_replicas
-    up_cutoff = now - timedelta_of(args.scale_up_behavior.stabilization_window_seconds or 0)
+    up_cutoff = now - timedelta(seconds=args.scale_up_behavior.stabilization_window_seconds or 0)
     down_recommendation = args.desired_replicas
-    down_cutoff = now - timedelta_of(args.scale_down_behavior.stabilization_window_seconds or 0)
+    down_cutoff = now - timedelta(
+        seconds=args.scale_down_behavior.stabilization_window_seconds or 0
+    )
     old_sample_index = -1
     window: list[int] = []
     append = window.append
@@ -378,7 +373,7 @@ def get_replicas_change_per_period(
     """``getReplicasChangePerPeriod``: sum of changes strictly after ``now - period``."""
     if not scale_events:
         return 0
-    cutoff = now - timedelta_of(period_seconds)
+    cutoff = now - timedelta(seconds=period_seconds)
     return sum(event.replica_change for event in scale_events if event.timestamp > cutoff)
 
 
@@ -547,7 +542,7 @@ def mark_scale_events_outdated(
     scale_events: ScaleEvents, longest_policy_period: int, *, now: datetime
 ) -> ScaleEvents:
     """``markScaleEventsOutdated``: flag events strictly before ``now - longest period``."""
-    cutoff = now - timedelta_of(longest_policy_period)
+    cutoff = now - timedelta(seconds=longest_policy_period)
     return tuple(
         replace(event, outdated=True) if event.timestamp < cutoff else event
         for event in scale_events

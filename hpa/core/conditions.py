@@ -21,8 +21,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from hpa.core.frozen import fast_init
-
 
 class ConditionType(StrEnum):
     """``autoscalingv2.HorizontalPodAutoscalerConditionType``."""
@@ -41,7 +39,6 @@ class ConditionStatus(StrEnum):
     UNKNOWN = "Unknown"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizontalPodAutoscalerCondition:
     """``autoscalingv2.HorizontalPodAutoscalerCondition``."""

@@ -66,8 +66,6 @@ from hpa.core.conditions import (
     set_condition,
 )
 from hpa.core.explain import Explanation, Stage, TraceEntry, TracePart, TraceValue
-from hpa.core.frozen import fast_init
-from hpa.core.memo import IdentityMemo, PairIdentityMemo
 from hpa.core.replicas import (
     PodInfo,
     PodMetric,
@@ -121,7 +119,6 @@ __all__ = [
 # ------------------------------------------------------------------------------------ inputs
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CurrentScale:
     """The target's ``autoscaling/v1`` Scale: ``spec.replicas``, ``status.replicas``, selector."""
@@ -139,7 +136,6 @@ class ScaleFetchError:
     message: str
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SelectorCheck:
     """What the controller learned while parsing the selector and listing its pods.
@@ -153,7 +149,6 @@ class SelectorCheck:
     selecting_hpas: tuple[str, ...] = ()
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetricsObservation:
     """Per-pod samples (Resource, ContainerResource and Pods metrics) and their timestamp."""
@@ -190,7 +185,6 @@ MetricObservation = (
 )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class History:
     """The controller's per-HPA memory: the recommendation log and the scale events.
@@ -204,7 +198,6 @@ class History:
     scale_down_events: ScaleEvents = ()
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricValueStatus:
     """``autoscalingv2.MetricValueStatus`` in milli-units (utilization in percent)."""
@@ -214,7 +207,6 @@ class MetricValueStatus:
     average_utilization: int | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MetricStatus:
     """``autoscalingv2.MetricStatus``; ``type == ""`` is the zero value written for a failed metric.
@@ -232,7 +224,6 @@ class MetricStatus:
     described_object: CrossVersionObjectReference | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizontalPodAutoscalerStatus:
     """``autoscalingv2.HorizontalPodAutoscalerStatus`` (what the decision reads and writes)."""
@@ -247,7 +238,6 @@ class HorizontalPodAutoscalerStatus:
 # ----------------------------------------------------------------------------------- output
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _PendingRescale:
     """What :func:`apply_rescale_result` needs from the decision."""
@@ -259,7 +249,6 @@ class _PendingRescale:
     scale_to_zero_enabled: bool
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The frozen outcome of :func:`decide` (and of :func:`apply_rescale_result`).
@@ -299,16 +288,7 @@ class Decision:
 def tolerances_for_hpa(
     behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
 ) -> Tolerances:
-    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on.
-
-    Memoized by the identity of both arguments (:mod:`hpa.core.memo`), which a controller passes
-    again on every reconcile of an HPA."""
-    return _tolerances_memo(behavior, settings)
-
-
-def _tolerances_for_hpa(
-    behavior: HorizontalPodAutoscalerBehavior | None, settings: HorizontalSettings
-) -> Tolerances:
+    """``tolerancesForHpa``: the flag, overridden per direction by the behavior when gated on."""
     scale_down = scale_up = settings.tolerance
     if behavior is not None and settings.configurable_tolerance_enabled:
         if behavior.scale_down is not None and behavior.scale_down.tolerance is not None:
@@ -316,9 +296,6 @@ def _tolerances_for_hpa(
         if behavior.scale_up is not None and behavior.scale_up.tolerance is not None:
             scale_up = behavior.scale_up.tolerance
     return Tolerances(scale_down=scale_down, scale_up=scale_up)
-
-
-_tolerances_memo = PairIdentityMemo(_tolerances_for_hpa)
 
 
 def _go_quote(text: str) -> str:
@@ -1008,17 +985,12 @@ def _compute_replicas_for_metrics(
 # ----------------------------------------------------------------------------------- decide
 
 
-def _policies_text(rules: ScalingRules) -> str:
+def _format_policies(rules: ScalingRules) -> str:
     """``Max of [Pods 4 per 15s, Percent 100 per 15s]``."""
     policies = ", ".join(
         f"{p.type} {p.value} per {p.period_seconds}s" for p in rules.policies or ()
     )
     return f"{rules.select_policy} of [{policies}]"
-
-
-_format_policies = IdentityMemo(_policies_text)
-""":func:`_policies_text`, memoized by the rules' identity (an HPA's resolved rules are one
-cached object)."""
 
 
 def _normalization_trace(
@@ -1181,6 +1153,7 @@ def decide(
     metric_statuses: tuple[MetricStatus, ...] | None = None
     error: str | None = None
 
+    drop_scaled_to_zero = False
     if current_replicas == 0 and not needs_metrics_at_zero:
         desired_replicas = 0
         rescale = False
@@ -1190,6 +1163,8 @@ def decide(
             "ScalingDisabled",
             "scaling is disabled since the replica count of the target is zero",
         )
+        # with the gate off, a ScaledToZero condition left from a run with the gate on is removed
+        drop_scaled_to_zero = not settings.scale_to_zero_enabled
         ctx.trace.append(
             TraceEntry(
                 Stage.SCALE_TO_ZERO,
@@ -1320,6 +1295,8 @@ def decide(
             and desired_replicas < min_replicas
         ):
             desired_replicas = min_replicas
+            if not rescale_reason:
+                rescale_reason = "Current number of replicas below Spec.MinReplicas"
             ctx.trace.append(
                 TraceEntry(
                     Stage.SCALE_TO_ZERO,
@@ -1341,6 +1318,9 @@ def decide(
         desired_replicas = current_replicas
         ctx.trace.append((_steady_entry, (current_replicas,)))
         pending = None
+    conditions = ctx.conditions
+    if drop_scaled_to_zero:
+        conditions = remove_condition(conditions, ConditionType.SCALED_TO_ZERO)
     return Decision(
         desired_replicas=desired_replicas,
         rescale=rescale,
@@ -1351,7 +1331,7 @@ def decide(
             desired_replicas=desired_replicas,
             last_scale_time=previous_status.last_scale_time,
             current_metrics=metric_statuses,
-            conditions=ctx.conditions,
+            conditions=conditions,
         ),
         history=History(recommendations, history.scale_up_events, history.scale_down_events),
         events=tuple(ctx.events),

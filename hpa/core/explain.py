@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
-from hpa.core.frozen import fast_init
-
 
 class Stage(StrEnum):
     """Where in the reconcile a trace entry comes from, in the order the controller runs.
@@ -65,7 +63,6 @@ def format_value(value: TraceValue) -> str:
     return str(value)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TraceEntry:
     """One step: a one-line summary and ordered ``(key, value)`` details (values kept raw)."""
@@ -89,7 +86,6 @@ trace is read. ``decide`` defers the entries it writes on every pass, so a calle
 the trace (the simulator, between rescales) never formats them."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Explanation:
     """The ordered trace of one decision (and of the rescale result, once applied).

@@ -2,13 +2,13 @@
 
 Upstream counterparts (kubernetes/kubernetes):
 
-* ``pkg/controller/podautoscaler/replica_calculator.go``: ``Tolerances`` / ``isWithin``,
-  ``GetResourceReplicas``, ``GetRawResourceReplicas``, ``GetMetricReplicas``,
+* ``pkg/controller/podautoscaler/replica_calculator.go``, in its order: ``Tolerances`` /
+  ``isWithin``, ``GetResourceReplicas``, ``GetRawResourceReplicas``, ``GetMetricReplicas``,
   ``calcPlainMetricReplicas``, ``GetObjectMetricReplicas``, ``getUsageRatioReplicaCount``,
   ``GetObjectPerPodMetricReplicas``, ``getReadyPodsCount``, ``GetExternalMetricReplicas``,
-  ``GetExternalPerPodMetricReplicas``, ``groupPods``, ``calculateRequests`` (older releases:
-  ``calculatePodRequests``), ``calculatePodLevelRequests``, ``calculatePodRequestsFromContainers``,
-  ``removeMetricsForPods``;
+  ``GetExternalPerPodMetricReplicas``, ``groupPods``, ``calculateRequests`` (here
+  ``calculate_pod_requests``, its name in older releases), ``calculatePodLevelRequests``,
+  ``calculatePodRequestsFromContainers``, ``removeMetricsForPods``;
 * ``pkg/controller/podautoscaler/metrics/utilization.go``: ``GetResourceUtilizationRatio``,
   ``GetMetricUsageRatio``;
 * ``pkg/controller/podautoscaler/metrics/interfaces.go``: ``PodMetric`` / ``PodMetricsInfo``;
@@ -16,35 +16,26 @@ Upstream counterparts (kubernetes/kubernetes):
   ``AggregateContainerRequests`` (what ``calculatePodLevelRequests`` reads).
 
 Shape of the port. Upstream's calculator calls a metrics client and a pod lister; here the caller
-(the decision layer) fetches first and passes the observations in: the pod list (:class:`PodInfo`),
-the per-pod samples (:class:`PodMetric`, already shaped the way ``metrics/client.go`` shapes them:
-a pod's resource value is the sum over its containers, or the named container's value), the
-metric's timestamp, and ``now``. Fetch errors (including "no metrics returned from ... metrics
-API") are the caller's; every error raised *after* the fetch is raised here as a
-:class:`ReplicaCalculationError` carrying upstream's message text. Each calculator returns a frozen
-:class:`ReplicaCalculation` with a :class:`ReplicaCalculationTrace` that says which pods were set
-aside and why, the usage ratio before and after re-balancing, and which branch decided.
+(the decision layer) fetches first and passes the observations in: the pod list (:class:`PodInfo`,
+built once per pod by the informer), the per-pod samples (:class:`PodMetric`, already shaped the
+way ``metrics/client.go`` shapes them: a pod's resource value is the sum over its containers, or
+the named container's value), the metric's timestamp, and ``now``. Fetch errors (including "no
+metrics returned from ... metrics API") are the caller's; every error raised *after* the fetch is
+raised here as a :class:`ReplicaCalculationError` carrying upstream's message text. Each
+calculator returns a frozen :class:`ReplicaCalculation` with a :class:`ReplicaCalculationTrace`
+that says which pods were set aside and why, the usage ratio before and after re-balancing, and
+which branch decided. Upstream writes the list check, ``groupPods`` with ``removeMetricsForPods``,
+and the tolerance/direction tail out in both ``GetResourceReplicas`` and
+``calcPlainMetricReplicas``; here each is one private helper that both call.
 
 Arithmetic is Go's, so results are bit-identical: quantities are ``int`` milli-units wrapped to
-int64 where Go sums them, utilization is an int32 percentage from truncating integer division,
-integer division truncates toward zero, the usage ratio is an IEEE-754 double computed with the
-same operations in the same order, float division by zero gives ``±Inf``/``NaN`` as in Go, and a
-float-to-integer conversion that Go leaves implementation-defined (NaN, ``±Inf`` or out of range)
-gives what the amd64 build of the controller gives (the "integer indefinite" value ``MinInt32`` /
-``MinInt64``). Go's ``time.Time`` zero value ("no timestamp") is ``None``.
-
-Speed without a different result: ``GetResourceUtilizationRatio`` and ``GetMetricUsageRatio`` sum
-exactly and wrap to int64 once (wrapping is reduction modulo 2**64, so this equals Go's wrap after
-every addition). The per-pod calculators group the pods in one pass that also sums the ready pods'
-samples and requests (``calculateRequests`` for pods without init containers or pod-level requests;
-a containers tuple shared by consecutive pods, as the controller converts pods of one template, is
-summed once), and first try the common case in a tighter loop: every pod running, not deleted,
-sampled and, for CPU, Ready and past its initialization period, checked as ``start <= now - period``
-when the pod's ``start_time`` has ``now``'s tzinfo object (equivalent to upstream's ``start + period
-> now`` being false, since Python adds and compares wall-clock times within one tzinfo). Any pod
-outside that case, repeated pod names, init containers, pod-level requests and containers without a
-request or name take the pod-by-pod port. ``tests/hpa/core/test_replicas_differential.py`` checks
-both against the straightforward port on random pod sets.
+int64 where Go sums them (wrapping the exact sum once equals Go's wrap after every addition, since
+wrapping is reduction modulo 2**64), utilization is an int32 percentage from truncating integer
+division, integer division truncates toward zero, the usage ratio is an IEEE-754 double computed
+with the same operations in the same order, float division by zero gives ``±Inf``/``NaN`` as in
+Go, and a float-to-integer conversion that Go leaves implementation-defined (NaN, ``±Inf`` or out
+of range) gives what the amd64 build of the controller gives (the "integer indefinite" value
+``MinInt32`` / ``MinInt64``). Go's ``time.Time`` zero value ("no timestamp") is ``None``.
 
 Feature gates read by this code are parameters: ``PodLevelResources``
 (``pod_level_resources_enabled``, on by default as upstream since it went beta);
@@ -56,15 +47,12 @@ Deliberate deviations: none.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hpa.core.conditions import ConditionStatus
-from hpa.core.frozen import fast_init
-from hpa.core.memo import timedelta_of
 
 __all__ = [
     "DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS",
@@ -178,6 +166,11 @@ class PodInfo:
     restartable ones count towards requests, as upstream). ``pod_requests_milli`` is
     ``spec.resources.requests`` (pod-level resources, ``None`` when ``spec.resources`` is unset)
     and ``overhead_milli`` is ``spec.overhead``.
+
+    ``container_requests_milli`` is derived, not passed: per resource, the request
+    :func:`calculate_pod_requests_from_containers` gives without a container name, for each
+    resource it gives without an error. It is computed once, when the pod is built (by the
+    informer, as the Pod arrives), so a decision does not walk the containers again.
     """
 
     name: str
@@ -189,9 +182,24 @@ class PodInfo:
     init_containers: tuple[ContainerInfo, ...] = ()
     pod_requests_milli: Mapping[str, int] | None = None
     overhead_milli: Mapping[str, int] | None = None
+    container_requests_milli: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        requests: dict[str, int] = {}
+        if self.containers or self.init_containers:
+            for container in (*self.containers, *self.init_containers):
+                for resource in container.requests_milli:
+                    if resource in requests:
+                        continue
+                    try:
+                        requests[resource] = calculate_pod_requests_from_containers(
+                            self, "", resource=resource
+                        )
+                    except ReplicaCalculationError:
+                        continue  # asked for, the pod reports upstream's error then
+        object.__setattr__(self, "container_requests_milli", requests)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodMetric:
     """``metricsclient.PodMetric``: one pod's sample, in milli-units.
@@ -203,10 +211,6 @@ class PodMetric:
     value_milli: int
     timestamp: datetime | None = None
     window_seconds: float = 0.0
-
-
-_VALUE_MILLI = operator.attrgetter("value_milli")
-_NO_NAMES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,7 +232,6 @@ class Tolerances:
         return f"[down:{self.scale_down * 100.0:.1f}%, up:{self.scale_up * 100.0:.1f}%]"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class PodGroups:
     """The four results of ``groupPods``.
@@ -258,7 +261,6 @@ class ReplicaOutcome(StrEnum):
     """Object/External value target with zero current replicas: ``ceil(ratio)``, no tolerance."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculationTrace:
     """What a calculator did, for the decision layer's explanation.
@@ -288,7 +290,6 @@ class ReplicaCalculationTrace:
     pod_count: int | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaCalculation:
     """A calculator's result.
@@ -375,29 +376,18 @@ def get_resource_utilization_ratio(
     :class:`ReplicaCalculationError` ``no metrics returned matched known pods`` when no sample
     matches a request.
     """
-    # Go wraps each addition to int64; wrapping is reduction modulo 2**64, so wrapping the exact
-    # sum once gives the same value as wrapping after every addition.
     metrics_total = 0
     requests_total = 0
     num_entries = 0
-    request_of = requests.get
     for pod_name, metric in metrics.items():
-        request = request_of(pod_name)
+        request = requests.get(pod_name)
         if request is None:
             # we check for missing requests elsewhere, so missing requests == extraneous metrics
             continue
         metrics_total += metric.value_milli
         requests_total += request
         num_entries += 1
-    return _resource_utilization_ratio_of_totals(
-        metrics_total, requests_total, num_entries, target_utilization
-    )
-
-
-def _resource_utilization_ratio_of_totals(
-    metrics_total: int, requests_total: int, num_entries: int, target_utilization: int
-) -> tuple[float, int, int]:
-    """The tail of ``GetResourceUtilizationRatio`` from the exact (unwrapped) sums."""
+    # Go wraps every addition to int64: wrapping the exact sums once gives the same values
     metrics_total = _wrap_int64(metrics_total)
     requests_total = _wrap_int64(requests_total)
     if requests_total == 0:
@@ -411,661 +401,16 @@ def get_metric_usage_ratio(
     metrics: Mapping[str, PodMetric], target_usage: int
 ) -> tuple[float, int]:
     """``GetMetricUsageRatio``: ``(usage_ratio, average_usage_milli)`` over every sample."""
-    # one int64 wrap of the exact sum equals Go's wrap after every addition (arithmetic mod 2**64)
-    return _metric_usage_ratio_of_total(
-        sum(map(_VALUE_MILLI, metrics.values())), len(metrics), target_usage
-    )
-
-
-def _metric_usage_ratio_of_total(
-    metrics_total: int, count: int, target_usage: int
-) -> tuple[float, int]:
-    """The tail of ``GetMetricUsageRatio`` from the exact (unwrapped) sum of ``count`` samples."""
-    usage = _go_quo(_wrap_int64(metrics_total), count)
+    # Go wraps every addition to int64: wrapping the exact sum once gives the same value
+    metrics_total = _wrap_int64(sum(metric.value_milli for metric in metrics.values()))
+    usage = _go_quo(metrics_total, len(metrics))
     return _go_fdiv(float(usage), float(target_usage)), usage
-
-
-# ------------------------------------------------------------------ pods
-
-
-def group_pods(
-    pods: Sequence[PodInfo],
-    metrics: Mapping[str, PodMetric],
-    *,
-    resource: str,
-    now: datetime,
-    cpu_initialization_period_seconds: float = DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS,
-    initial_readiness_delay_seconds: float = DEFAULT_INITIAL_READINESS_DELAY_SECONDS,
-) -> PodGroups:
-    """``groupPods``: sort pods into ready (counted), unready, missing and ignored.
-
-    In order: deleted or failed pods are ignored; pending pods are unready; pods without a sample
-    are missing; for ``cpu`` only, a pod without a Ready condition or start time is unready, a pod
-    inside the CPU initialization period is unready when not Ready or when its sample's window
-    began before the Ready transition, and an older pod is unready only when not Ready and never
-    ready since start (``start + initial readiness delay`` after the transition). ``resource`` is
-    ``""`` for custom metrics. Comparisons are strict, as Go's ``After``/``Before``.
-    """
-    return _group_pods(
-        pods,
-        metrics,
-        resource=resource,
-        now=now,
-        cpu_initialization_period_seconds=cpu_initialization_period_seconds,
-        initial_readiness_delay_seconds=initial_readiness_delay_seconds,
-    ).groups
-
-
-@dataclass(slots=True)
-class _Grouping:
-    """:func:`group_pods`' result, plus what the calculators need from the same pass.
-
-    ``ready_metrics_total`` is the exact (unwrapped) sum of the ready pods' samples and
-    ``ready_requests_total`` that of their requests (with a ``request_resource``), each ``None``
-    when not computed: pod names repeat, or a pod needs the general request path (init
-    containers, pod-level requests, a missing request), or (samples only) the pass went pod by pod
-    without requests. ``requests`` is every pod's request (``calculate_pod_requests``) when the
-    pass computed it, ``None`` otherwise. ``unique_names`` is true when the pod names are known to
-    be unique.
-    """
-
-    groups: PodGroups
-    requests: Mapping[str, int] | None = None
-    ready_metrics_total: int | None = None
-    ready_requests_total: int | None = None
-    unique_names: bool = False
-
-
-_NAME = operator.attrgetter("name")
-
-
-_MIXED_TZINFO = object()
-"""The start times' tzinfo when they do not all share one tzinfo object (matches no ``now``)."""
-
-
-@dataclass(slots=True)
-class _PlainPods:
-    """What the all-ready check reads from one immutable tuple of pods, whatever the samples and
-    ``now``: whether every pod is Running and not deleted, their names, and, for CPU, whether every
-    pod is Ready=True with a start time, the start times' one tzinfo object and the latest start.
-    ``requests`` caches, per requested resource and ``PodLevelResources`` gate, every pod's request
-    and their sum (``None`` when a pod needs the general request path)."""
-
-    running: bool
-    names: tuple[str, ...]
-    name_set: frozenset[str]
-    cpu_ready: bool
-    start_tzinfo: object
-    latest_start: datetime | None
-    requests: dict[tuple[str, bool], tuple[Mapping[str, int], int] | None] = field(
-        default_factory=dict
-    )
-
-
-def _plain_pods(pods: Sequence[PodInfo]) -> _PlainPods:
-    running_phase = PodPhase.RUNNING
-    condition_true = ConditionStatus.TRUE
-    running = True
-    cpu_ready = True
-    tzinfo: object = None
-    latest: datetime | None = None
-    for pod in pods:
-        if pod.phase != running_phase or pod.deletion_timestamp is not None:
-            running = False
-        condition = pod.ready_condition
-        start_time = pod.start_time
-        if condition is None or condition.status != condition_true or start_time is None:
-            cpu_ready = False
-            continue
-        if latest is None:
-            tzinfo, latest = start_time.tzinfo, start_time
-        elif start_time.tzinfo is not tzinfo:
-            tzinfo = _MIXED_TZINFO
-        elif start_time > latest:
-            latest = start_time
-    names = tuple(pod.name for pod in pods)
-    return _PlainPods(running, names, frozenset(names), cpu_ready, tzinfo, latest)
-
-
-_PLAIN_PODS_ENTRIES = 64
-_plain_pods_seen: dict[int, tuple[tuple[PodInfo, ...], _PlainPods | None]] = {}
-"""Pod tuples seen lately, by identity, with their summary once seen twice (see
-:func:`_plain_pods_of`)."""
-
-
-def _plain_pods_of(pods: Sequence[PodInfo]) -> _PlainPods | None:
-    """The summary of a pod tuple seen before, else ``None`` (the caller walks the pods).
-
-    A controller hands the core the same tuple while the pod lister's listing is unchanged. The
-    summary is built the second time a tuple is seen, so that a controller cycling through more
-    HPAs than the 64 remembered (where a tuple is never seen again in time) pays a dictionary
-    entry, not a summary, per decision. Entries keep their tuple alive, so an identity cannot be
-    reused while cached, and a hit is confirmed with ``is``; the memo is emptied when full."""
-    if type(pods) is not tuple:
-        return None  # a list could change under the same identity
-    key = id(pods)
-    seen = _plain_pods_seen.get(key)
-    if seen is not None and seen[0] is pods:
-        plain = seen[1]
-        if plain is None:
-            plain = _plain_pods(pods)
-            _plain_pods_seen[key] = (pods, plain)
-        return plain
-    if len(_plain_pods_seen) >= _PLAIN_PODS_ENTRIES:
-        _plain_pods_seen.clear()
-    _plain_pods_seen[key] = (pods, None)
-    return None
-
-
-def _containers_request(containers: Sequence[ContainerInfo], requested: str) -> int | None:
-    """The sum of ``requested`` over ``containers`` when every one is named and requests it (the
-    pod's request then, without init containers or pod-level requests), else ``None``."""
-    total = 0
-    for container in containers:
-        value = container.requests_milli.get(requested)
-        if value is None or not container.name:
-            return None
-        total += value
-    return total
-
-
-def _plain_requests(
-    plain: _PlainPods, pods: Sequence[PodInfo], requested: str, pod_level_resources_enabled: bool
-) -> tuple[Mapping[str, int], int] | None:
-    """Every pod's request of ``requested`` when it is the sum over its named containers (no
-    init containers, no pod-level requests with the gate on), with their total; else ``None``."""
-    key = (requested, pod_level_resources_enabled)
-    if key in plain.requests:
-        return plain.requests[key]
-    requests: dict[str, int] = {}
-    total = 0
-    request: int | None = 0
-    last_containers: tuple[ContainerInfo, ...] | None = None
-    result: tuple[Mapping[str, int], int] | None = None
-    for pod in pods:
-        if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-            break
-        containers = pod.containers
-        if containers is not last_containers:
-            # pods converted from one template share their containers tuple: sum it once
-            request = _containers_request(containers, requested)
-            last_containers = containers
-        if request is None:
-            break
-        requests[pod.name] = request
-        total += request
-    else:
-        result = (requests, total)
-    plain.requests[key] = result
-    return result
-
-
-def _group_pods_if_all_ready(
-    pods: Sequence[PodInfo],
-    metrics: Mapping[str, PodMetric],
-    *,
-    is_cpu: bool,
-    initialized_before: datetime | None,
-    now_tzinfo: object,
-    request_resource: str | None,
-    pod_level_resources_enabled: bool,
-) -> _Grouping | None:
-    """:func:`_group_pods` when every pod is plainly ready, else ``None``.
-
-    Plainly ready: running, not deleted, with a sample and, for CPU, Ready=True and started at or
-    before ``initialized_before`` with ``now``'s tzinfo object (see :func:`_group_pods`); with a
-    ``request_resource``, also without init containers or pod-level requests (gate on) and with
-    every container named and requesting it, so that the pod's request is the sum over its
-    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this checks
-    only that: the pods' side from a summary of a pod tuple seen before (:func:`_plain_pods_of`),
-    else in one walk over the pods; when it fails the caller takes the pod-by-pod port.
-    """
-    if is_cpu and initialized_before is None:
-        return None
-    plain = _plain_pods_of(pods)
-    if plain is None:
-        return _group_pods_if_all_ready_walk(
-            pods,
-            metrics,
-            is_cpu=is_cpu,
-            initialized_before=initialized_before,
-            now_tzinfo=now_tzinfo,
-            request_resource=request_resource,
-            pod_level_resources_enabled=pod_level_resources_enabled,
-        )
-    if not plain.running:
-        return None
-    names = plain.names
-    if is_cpu and names:
-        latest = plain.latest_start
-        if (
-            not plain.cpu_ready
-            or plain.start_tzinfo is not now_tzinfo
-            or latest is None
-            or initialized_before is None
-            or latest > initialized_before
-        ):
-            return None
-    if not metrics.keys() >= plain.name_set:
-        return None  # a pod without a sample
-    metrics_total = sum([metrics[name].value_milli for name in names])
-    requests: Mapping[str, int] | None = None
-    requests_total = 0
-    if request_resource is not None:
-        found = _plain_requests(plain, pods, request_resource, pod_level_resources_enabled)
-        if found is None:
-            return None
-        requests, requests_total = found
-    groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
-    # the sums stand for the samples' sums only when each name is counted once
-    if len(plain.name_set) != len(pods):
-        return _Grouping(groups, requests)
-    return _Grouping(
-        groups,
-        requests,
-        metrics_total,
-        requests_total if requests is not None else None,
-        unique_names=True,
-    )
-
-
-def _group_pods_if_all_ready_walk(
-    pods: Sequence[PodInfo],
-    metrics: Mapping[str, PodMetric],
-    *,
-    is_cpu: bool,
-    initialized_before: datetime | None,
-    now_tzinfo: object,
-    request_resource: str | None,
-    pod_level_resources_enabled: bool,
-) -> _Grouping | None:
-    """:func:`_group_pods_if_all_ready` in one walk over the pods (a pod tuple seen once).
-
-    Plainly ready: running, not deleted, with a sample and, for CPU, Ready=True and started at or
-    before ``initialized_before`` with ``now``'s tzinfo object (see :func:`_group_pods`); with a
-    ``request_resource``, also without init containers or pod-level requests (gate on) and with
-    every container named and requesting it, so that the pod's request is the sum over its
-    containers. ``groupPods`` counts such a pod as ready and sets nothing aside, so this loop does
-    only those checks and stops at the first pod that is not plainly ready; the caller then takes
-    the pod-by-pod port.
-    """
-    if is_cpu and initialized_before is None:
-        return None
-    threshold = initialized_before if initialized_before is not None else GO_ZERO_TIME
-    requested = request_resource or ""
-    running = PodPhase.RUNNING
-    condition_true = ConditionStatus.TRUE
-    metric_of = metrics.get
-    with_requests = request_resource is not None
-    requests: dict[str, int] = {}
-    names: set[str] = set()
-    add_name = names.add
-    metrics_total = 0
-    requests_total = 0
-    request = 0
-    last_containers: tuple[ContainerInfo, ...] | None = None
-    for pod in pods:
-        if pod.phase != running or pod.deletion_timestamp is not None:
-            return None
-        name = pod.name
-        metric = metric_of(name)
-        if metric is None:
-            return None
-        if is_cpu:
-            condition = pod.ready_condition
-            start_time = pod.start_time
-            if (
-                condition is None
-                or condition.status != condition_true
-                or start_time is None
-                or start_time.tzinfo is not now_tzinfo
-                or start_time > threshold
-            ):
-                return None
-        metrics_total += metric.value_milli
-        if with_requests:
-            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-                return None
-            containers = pod.containers
-            if containers is not last_containers:
-                # pods converted from one template share their containers tuple: sum it once
-                summed = _containers_request(containers, requested)
-                if summed is None:
-                    return None
-                request = summed
-                last_containers = containers
-            requests[name] = request
-            requests_total += request
-        else:
-            add_name(name)
-    groups = PodGroups(len(pods), _NO_NAMES, _NO_NAMES, _NO_NAMES)
-    # the sums stand for the samples' sums only when each name is counted once
-    unique_names = len(requests if with_requests else names) == len(pods)
-    if not unique_names:
-        return _Grouping(groups, requests if with_requests else None)
-    return _Grouping(
-        groups,
-        requests if with_requests else None,
-        metrics_total,
-        requests_total if with_requests else None,
-        unique_names=True,
-    )
-
-
-def _group_pods(
-    pods: Sequence[PodInfo],
-    metrics: Mapping[str, PodMetric],
-    *,
-    resource: str,
-    now: datetime,
-    cpu_initialization_period_seconds: float,
-    initial_readiness_delay_seconds: float,
-    request_resource: str | None = None,
-    pod_level_resources_enabled: bool = True,
-) -> _Grouping:
-    """``groupPods``, optionally with the request sums of ``calculateRequests`` over ready pods.
-
-    The sums over the ready pods equal ``GetResourceUtilizationRatio``'s sums when pod names are
-    unique: then the samples left after ``removeMetricsForPods`` that have a request are exactly
-    the ready pods' samples. First a column-wise check for the common case (every pod ready), then
-    the pod-by-pod port of ``groupPods``.
-    """
-    cpu_initialization_period = timedelta_of(cpu_initialization_period_seconds)
-    initial_readiness_delay = timedelta_of(initial_readiness_delay_seconds)
-    is_cpu = resource == RESOURCE_CPU
-    # A pod that started at or before ``now - period`` is past its CPU initialization period
-    # (``start + period > now`` is false). With the same tzinfo object on both sides, Python adds
-    # and compares wall-clock times exactly, so the two comparisons agree; any other pod (and a
-    # ``now`` too close to ``datetime.min``) takes the exact expression.
-    initialized_before: datetime | None
-    try:
-        initialized_before = now - cpu_initialization_period
-    except OverflowError:
-        initialized_before = None
-
-    now_tzinfo = now.tzinfo
-    grouping = _group_pods_if_all_ready(
-        pods,
-        metrics,
-        is_cpu=is_cpu,
-        initialized_before=initialized_before,
-        now_tzinfo=now_tzinfo,
-        request_resource=request_resource,
-        pod_level_resources_enabled=pod_level_resources_enabled,
-    )
-    if grouping is not None:
-        return grouping
-
-    ready_pod_count = 0
-    unready: set[str] = set()
-    missing: set[str] = set()
-    ignored: set[str] = set()
-    metric_of = metrics.get
-    running = PodPhase.RUNNING
-    condition_false = ConditionStatus.FALSE
-    requested = request_resource or ""
-    requests: dict[str, int] | None = {} if request_resource is not None else None
-    metrics_total = 0
-    requests_total = 0
-    request = 0
-    for pod in pods:
-        name = pod.name
-        if requests is not None:
-            # calculate_pod_requests for the common pod: no init containers and no pod-level
-            # requests, so the request is the sum over its containers; any other pod sends the
-            # whole calculation to the general path
-            if pod.init_containers or (pod_level_resources_enabled and pod.pod_requests_milli):
-                requests = None
-            else:
-                request = 0
-                for candidate in pod.containers:
-                    container_request = candidate.requests_milli.get(requested)
-                    if container_request is None:
-                        requests = None
-                        break
-                    request += container_request
-                    if candidate.name == "":
-                        # calculatePodRequestsFromContainers returns at the container named ""
-                        break
-                if requests is not None:
-                    requests[name] = request
-        if pod.phase != running or pod.deletion_timestamp is not None:
-            if pod.deletion_timestamp is not None or pod.phase == PodPhase.FAILED:
-                ignored.add(name)
-                continue
-            # Pending pods are ignored.
-            if pod.phase == PodPhase.PENDING:
-                unready.add(name)
-                continue
-        # Pods missing metrics.
-        metric = metric_of(name)
-        if metric is None:
-            missing.add(name)
-            continue
-        # Unready pods are ignored.
-        if is_cpu:
-            condition = pod.ready_condition
-            start_time = pod.start_time
-            if condition is None or start_time is None:
-                unready.add(name)
-                continue
-            if (
-                initialized_before is not None
-                and start_time.tzinfo is now_tzinfo
-                and start_time <= initialized_before
-            ):
-                # Ignore the sample if the pod is unready and it has never been ready.
-                if (
-                    condition.status == condition_false
-                    and start_time + initial_readiness_delay > condition.last_transition_time
-                ):
-                    unready.add(name)
-                    continue
-            elif _cpu_sample_unready(
-                pod,
-                metric,
-                now=now,
-                cpu_initialization_period=cpu_initialization_period,
-                initial_readiness_delay=initial_readiness_delay,
-            ):
-                unready.add(name)
-                continue
-        ready_pod_count += 1
-        if requests is not None:
-            metrics_total += metric.value_milli
-            requests_total += request
-    unique_names = requests is not None and len(requests) == len(pods)
-    return _Grouping(
-        PodGroups(
-            ready_pod_count=ready_pod_count,
-            unready_pods=frozenset(unready),
-            missing_pods=frozenset(missing),
-            ignored_pods=frozenset(ignored),
-        ),
-        requests,
-        metrics_total if unique_names else None,
-        requests_total if unique_names else None,
-        unique_names,
-    )
-
-
-def _cpu_sample_unready(
-    pod: PodInfo,
-    metric: PodMetric,
-    *,
-    now: datetime,
-    cpu_initialization_period: timedelta,
-    initial_readiness_delay: timedelta,
-) -> bool:
-    condition = pod.ready_condition
-    if condition is None or pod.start_time is None:
-        return True
-    if pod.start_time + cpu_initialization_period > now:
-        # Pod still within possible initialisation period: ignore the sample if the pod is unready
-        # or one window of metric wasn't collected since the last state transition.
-        if condition.status == ConditionStatus.FALSE:
-            return True
-        window_end = condition.last_transition_time + timedelta(seconds=metric.window_seconds)
-        return _sample_time(metric) < window_end
-    # Ignore the sample if the pod is unready and it has never been ready.
-    return (
-        condition.status == ConditionStatus.FALSE
-        and pod.start_time + initial_readiness_delay > condition.last_transition_time
-    )
-
-
-def _sample_time(metric: PodMetric) -> datetime:
-    return GO_ZERO_TIME if metric.timestamp is None else metric.timestamp
-
-
-def is_supported_pod_level_resource(resource: str) -> bool:
-    """``IsSupportedPodLevelResource``: cpu, memory and huge pages."""
-    return resource in _SUPPORTED_POD_LEVEL_RESOURCES or resource.startswith(_HUGE_PAGES_PREFIX)
-
-
-def is_pod_level_requests_set(pod: PodInfo) -> bool:
-    """``IsPodLevelRequestsSet``: ``spec.resources.requests`` names a supported resource."""
-    if not pod.pod_requests_milli:
-        return False
-    return any(is_supported_pod_level_resource(name) for name in pod.pod_requests_milli)
-
-
-def calculate_pod_requests(
-    pods: Sequence[PodInfo],
-    container: str = "",
-    *,
-    resource: str,
-    pod_level_resources_enabled: bool = True,
-) -> dict[str, int]:
-    """``calculateRequests``: each pod's request for ``resource`` in milli-units.
-
-    With a container name, only that container counts. Without one, the pod-level request is used
-    when the ``PodLevelResources`` gate is on and ``spec.resources.requests`` is set; otherwise the
-    sum over regular containers and restartable init containers. Raises
-    :class:`ReplicaCalculationError` with upstream's text (``missing request for cpu in container c
-    of Pod p``, ``container c not found in Pod p``, ``missing pod-level request for cpu in Pod p``).
-    """
-    requests: dict[str, int] = {}
-    for pod in pods:
-        use_pod_level_requests = (
-            pod_level_resources_enabled and is_pod_level_requests_set(pod) and container == ""
-        )
-        if use_pod_level_requests:
-            request = calculate_pod_level_requests(pod, resource=resource)
-        else:
-            request = calculate_pod_requests_from_containers(pod, container, resource=resource)
-        requests[pod.name] = request
-    return requests
-
-
-def calculate_pod_level_requests(pod: PodInfo, *, resource: str) -> int:
-    """``calculatePodLevelRequests``: ``resourcehelpers.PodRequests(pod, {})[resource]``.
-
-    That is the aggregated container requests, overridden by the supported pod-level requests,
-    plus the pod overhead.
-    """
-    requests = _aggregate_container_requests(pod)
-    for name, value in (pod.pod_requests_milli or {}).items():
-        if is_supported_pod_level_resource(name):
-            requests[name] = value
-    for name, value in (pod.overhead_milli or {}).items():
-        requests[name] = requests.get(name, 0) + value
-    if resource not in requests:
-        raise ReplicaCalculationError(f"missing pod-level request for {resource} in Pod {pod.name}")
-    return requests[resource]
-
-
-def _aggregate_container_requests(pod: PodInfo) -> dict[str, int]:
-    """``AggregateContainerRequests`` with default options (spec requests, no status)."""
-    requests: dict[str, int] = {}
-    for container in pod.containers:
-        _add_resource_list(requests, container.requests_milli)
-    restartable_init_requests: dict[str, int] = {}
-    init_requests: dict[str, int] = {}
-    for container in pod.init_containers:
-        container_requests: Mapping[str, int]
-        if container.restart_policy == RESTART_POLICY_ALWAYS:
-            # restartable init containers run alongside the regular ones
-            _add_resource_list(requests, container.requests_milli)
-            _add_resource_list(restartable_init_requests, container.requests_milli)
-            container_requests = restartable_init_requests
-        else:
-            combined: dict[str, int] = {}
-            _add_resource_list(combined, container.requests_milli)
-            _add_resource_list(combined, restartable_init_requests)
-            container_requests = combined
-        _max_resource_list(init_requests, container_requests)
-    _max_resource_list(requests, init_requests)
-    return requests
-
-
-def _add_resource_list(target: dict[str, int], addition: Mapping[str, int]) -> None:
-    for name, value in addition.items():
-        target[name] = target.get(name, 0) + value
-
-
-def _max_resource_list(target: dict[str, int], other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        if name not in target or value > target[name]:
-            target[name] = value
-
-
-def calculate_pod_requests_from_containers(pod: PodInfo, container: str, *, resource: str) -> int:
-    """``calculatePodRequestsFromContainers``: sum over containers and restartable init containers.
-
-    With a non-empty ``container``, only the container of that name counts.
-    """
-    containers = list(pod.containers)
-    containers.extend(c for c in pod.init_containers if c.restart_policy == RESTART_POLICY_ALWAYS)
-    request = 0
-    for candidate in containers:
-        if container in ("", candidate.name):
-            container_request = candidate.requests_milli.get(resource)
-            if container_request is None:
-                raise ReplicaCalculationError(
-                    f"missing request for {resource} in container {candidate.name} "
-                    f"of Pod {pod.name}"
-                )
-            request += container_request
-        # container names are unique inside the pod
-        if container == candidate.name:
-            return request
-    if container != "":
-        raise ReplicaCalculationError(f"container {container} not found in Pod {pod.name}")
-    return request
-
-
-def get_ready_pods_count(pods: Sequence[PodInfo]) -> int:
-    """``getReadyPodsCount``: pods that are ``Running`` with ``Ready=True``.
-
-    Raises ``no pods returned by selector while calculating replica count`` for an empty list.
-    """
-    if not pods:
-        raise ReplicaCalculationError(
-            "no pods returned by selector while calculating replica count"
-        )
-    running = PodPhase.RUNNING
-    condition_true = ConditionStatus.TRUE
-    ready_pods_count = 0
-    for pod in pods:
-        if pod.phase == running:
-            condition = pod.ready_condition
-            if condition is not None and condition.status == condition_true:
-                ready_pods_count += 1
-    return ready_pods_count
 
 
 # ------------------------------------------------------------------ replica_calculator.go
 
 
-def _remove_metrics_for_pods(metrics: dict[str, PodMetric], pods: Iterable[str]) -> None:
-    """``removeMetricsForPods``."""
-    for pod in pods:
-        metrics.pop(pod, None)
-
-
-# a scratch value inside one call: not frozen, which is several times cheaper to build
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Decision:
     """The replica count a branch produced, its outcome and the pod count it multiplied by."""
 
@@ -1124,62 +469,33 @@ def _select_samples(
     now: datetime,
     cpu_initialization_period_seconds: float,
     initial_readiness_delay_seconds: float,
-    request_resource: str | None = None,
-    pod_level_resources_enabled: bool = True,
-) -> tuple[_Grouping, Mapping[str, PodMetric]]:
-    """List check, ``groupPods`` and ``removeMetricsForPods``, shared by the per-pod calculators.
-    The samples are ``metrics`` itself when nothing was removed: never modify them in place."""
+) -> tuple[PodGroups, dict[str, PodMetric]]:
+    """List check, ``groupPods`` and ``removeMetricsForPods``, shared by the per-pod calculators."""
     if not pods:
         raise ReplicaCalculationError(
             "no pods returned by selector while calculating replica count"
         )
-    grouping = _group_pods(
+    groups = group_pods(
         pods,
         metrics,
         resource=resource,
         now=now,
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
-        request_resource=request_resource,
-        pod_level_resources_enabled=pod_level_resources_enabled,
     )
-    groups = grouping.groups
-    samples: Mapping[str, PodMetric] = (
-        metrics  # copied only to remove from it; callers copy to fill
-    )
-    if groups.ignored_pods or groups.unready_pods:
-        remaining = dict(metrics)
-        if groups.ignored_pods:
-            _remove_metrics_for_pods(remaining, groups.ignored_pods)
-        if groups.unready_pods:
-            _remove_metrics_for_pods(remaining, groups.unready_pods)
-        samples = remaining
+    samples = dict(metrics)
+    _remove_metrics_for_pods(samples, groups.ignored_pods)
+    _remove_metrics_for_pods(samples, groups.unready_pods)
     if not samples:
         raise ReplicaCalculationError(
             "did not receive metrics for targeted pods (pods might be unready)"
         )
-    return grouping, samples
+    return groups, samples
 
 
-def _superfluous(
-    samples: Mapping[str, PodMetric],
-    pods: Sequence[PodInfo],
-    *,
-    ready_pod_count: int,
-    unique_names: bool,
-) -> frozenset[str]:
-    """Samples of pods not in the pod list.
-
-    When pod names are unique, the samples that belong to listed pods are exactly the ready pods'
-    samples, so equal counts mean there is none. ``unique_names`` is false when the caller does
-    not know.
-    """
-    if unique_names and len(samples) == ready_pod_count:
-        return _NO_NAMES
-    names = {pod.name for pod in pods}
-    if len(samples) == ready_pod_count and len(names) == len(pods):
-        return _NO_NAMES
-    return frozenset(samples.keys() - names)
+def _superfluous(samples: Mapping[str, PodMetric], pods: Sequence[PodInfo]) -> frozenset[str]:
+    """Samples of pods not in the pod list (kept, as upstream; reported in the trace)."""
+    return frozenset(samples.keys() - {pod.name for pod in pods})
 
 
 def get_resource_replicas(
@@ -1203,39 +519,24 @@ def get_resource_replicas(
     (and ``container``, for ContainerResource); ``pods`` are the pods the selector matched. The
     reported utilization and raw value are those before re-balancing, as upstream.
     """
-    grouping, samples = _select_samples(
+    groups, samples = _select_samples(
         pods,
         metrics,
         resource=resource,
         now=now,
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
-        request_resource=resource if container == "" else None,
+    )
+    requests = calculate_pod_requests(
+        pods,
+        container,
+        resource=resource,
         pod_level_resources_enabled=pod_level_resources_enabled,
     )
-    groups = grouping.groups
-    requests = grouping.requests
-    if grouping.ready_metrics_total is not None and grouping.ready_requests_total is not None:
-        # the ready pods' sums from the grouping pass are GetResourceUtilizationRatio's sums
-        usage_ratio, utilization, raw_utilization = _resource_utilization_ratio_of_totals(
-            grouping.ready_metrics_total,
-            grouping.ready_requests_total,
-            groups.ready_pod_count,
-            target_utilization,
-        )
-    else:
-        requests = calculate_pod_requests(
-            pods,
-            container,
-            resource=resource,
-            pod_level_resources_enabled=pod_level_resources_enabled,
-        )
-        usage_ratio, utilization, raw_utilization = get_resource_utilization_ratio(
-            samples, requests, target_utilization
-        )
-    superfluous = _superfluous(
-        samples, pods, ready_pod_count=groups.ready_pod_count, unique_names=grouping.unique_names
+    usage_ratio, utilization, raw_utilization = get_resource_utilization_ratio(
+        samples, requests, target_utilization
     )
+    superfluous = _superfluous(samples, pods)
 
     scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
     new_usage_ratio: float | None = None
@@ -1248,41 +549,33 @@ def get_resource_replicas(
             tolerances=tolerances,
         )
     else:
-        filled = dict(samples)
-        if requests is None:
-            # the grouping pass found every pod ready and kept only the sums (so this branch is
-            # not reached then); computing the requests cannot fail where those sums succeeded
-            requests = calculate_pod_requests(
-                pods,
-                container,
-                resource=resource,
-                pod_level_resources_enabled=pod_level_resources_enabled,
-            )
         if groups.missing_pods:
             if usage_ratio < 1.0:
                 # on a scale-down, treat missing pods as using 100% (all) of the resource request
                 # or the utilization target for targets higher than 100%
                 fill_percent = max(100, target_utilization)
                 for pod_name in groups.missing_pods:
-                    filled[pod_name] = PodMetric(
+                    samples[pod_name] = PodMetric(
                         value_milli=_go_quo(_wrap_int64(requests[pod_name] * fill_percent), 100)
                     )
             elif usage_ratio > 1.0:
                 # on a scale-up, treat missing pods as using 0% of the resource request
                 fill_percent = 0
                 for pod_name in groups.missing_pods:
-                    filled[pod_name] = PodMetric(value_milli=0)
+                    samples[pod_name] = PodMetric(value_milli=0)
         if scale_up_with_unready:
             # on a scale-up, treat unready pods as using 0% of the resource request
             for pod_name in groups.unready_pods:
-                filled[pod_name] = PodMetric(value_milli=0)
+                samples[pod_name] = PodMetric(value_milli=0)
         # re-run the utilization calculation with our new numbers
-        new_usage_ratio, _, _ = get_resource_utilization_ratio(filled, requests, target_utilization)
+        new_usage_ratio, _, _ = get_resource_utilization_ratio(
+            samples, requests, target_utilization
+        )
         decision = _decide_rebalanced(
             current_replicas=current_replicas,
             usage_ratio=usage_ratio,
             new_usage_ratio=new_usage_ratio,
-            sample_count=len(filled),
+            sample_count=len(samples),
             tolerances=tolerances,
         )
     return ReplicaCalculation(
@@ -1381,7 +674,7 @@ def _calc_plain_metric_replicas(
     initial_readiness_delay_seconds: float,
 ) -> ReplicaCalculation:
     """``calcPlainMetricReplicas``: per-pod values compared with a per-pod average target."""
-    grouping, samples = _select_samples(
+    groups, samples = _select_samples(
         pods,
         metrics,
         resource=resource,
@@ -1389,21 +682,8 @@ def _calc_plain_metric_replicas(
         cpu_initialization_period_seconds=cpu_initialization_period_seconds,
         initial_readiness_delay_seconds=initial_readiness_delay_seconds,
     )
-    groups = grouping.groups
-    if (
-        grouping.unique_names
-        and grouping.ready_metrics_total is not None
-        and len(samples) == groups.ready_pod_count
-    ):
-        # every sample is a ready pod's, each counted once: the pass's sum is the samples' sum
-        usage_ratio, usage = _metric_usage_ratio_of_total(
-            grouping.ready_metrics_total, len(samples), target_usage
-        )
-    else:
-        usage_ratio, usage = get_metric_usage_ratio(samples, target_usage)
-    superfluous = _superfluous(
-        samples, pods, ready_pod_count=groups.ready_pod_count, unique_names=grouping.unique_names
-    )
+    usage_ratio, usage = get_metric_usage_ratio(samples, target_usage)
+    superfluous = _superfluous(samples, pods)
 
     scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
     new_usage_ratio: float | None = None
@@ -1416,7 +696,6 @@ def _calc_plain_metric_replicas(
             tolerances=tolerances,
         )
     else:
-        filled = dict(samples)
         if groups.missing_pods:
             if usage_ratio < 1.0:
                 # on a scale-down, treat missing pods as using exactly the target amount
@@ -1426,18 +705,18 @@ def _calc_plain_metric_replicas(
                 fill_milli = 0
             if fill_milli is not None:
                 for pod_name in groups.missing_pods:
-                    filled[pod_name] = PodMetric(value_milli=fill_milli)
+                    samples[pod_name] = PodMetric(value_milli=fill_milli)
         if scale_up_with_unready:
             # on a scale-up, treat unready pods as using 0% of the resource request
             for pod_name in groups.unready_pods:
-                filled[pod_name] = PodMetric(value_milli=0)
+                samples[pod_name] = PodMetric(value_milli=0)
         # re-run the usage calculation with our new numbers
-        new_usage_ratio, _ = get_metric_usage_ratio(filled, target_usage)
+        new_usage_ratio, _ = get_metric_usage_ratio(samples, target_usage)
         decision = _decide_rebalanced(
             current_replicas=current_replicas,
             usage_ratio=usage_ratio,
             new_usage_ratio=new_usage_ratio,
-            sample_count=len(filled),
+            sample_count=len(samples),
             tolerances=tolerances,
         )
     return ReplicaCalculation(
@@ -1461,7 +740,39 @@ def _calc_plain_metric_replicas(
     )
 
 
-def _usage_ratio_replica_count(
+def get_object_metric_replicas(
+    current_replicas: int,
+    target_usage: int,
+    *,
+    usage: int,
+    tolerances: Tolerances,
+    pods: Sequence[PodInfo],
+) -> ReplicaCalculation:
+    """``GetObjectMetricReplicas``: an Object metric with a Value target.
+
+    ``usage`` is the object's metric value (milli-units). The replica count scales the number of
+    Running+Ready ``pods``; the returned timestamp is always ``None`` (upstream returns the zero
+    time here).
+    """
+    usage_ratio = _go_fdiv(float(usage), float(target_usage))
+    decision = _get_usage_ratio_replica_count(
+        current_replicas, usage_ratio, tolerances=tolerances, pods=pods
+    )
+    return ReplicaCalculation(
+        replica_count=decision.replica_count,
+        usage_milli=usage,
+        timestamp=None,
+        trace=ReplicaCalculationTrace(
+            tolerances=tolerances,
+            usage_ratio=usage_ratio,
+            outcome=decision.outcome,
+            ready_pod_count=decision.pod_count,
+            pod_count=decision.pod_count,
+        ),
+    )
+
+
+def _get_usage_ratio_replica_count(
     current_replicas: int,
     usage_ratio: float,
     *,
@@ -1485,38 +796,6 @@ def _usage_ratio_replica_count(
     else:
         replica_count = _go_int32(_go_ceil(replica_count_float))
     return _Decision(replica_count, ReplicaOutcome.SCALED, ready_pod_count)
-
-
-def get_object_metric_replicas(
-    current_replicas: int,
-    target_usage: int,
-    *,
-    usage: int,
-    tolerances: Tolerances,
-    pods: Sequence[PodInfo],
-) -> ReplicaCalculation:
-    """``GetObjectMetricReplicas``: an Object metric with a Value target.
-
-    ``usage`` is the object's metric value (milli-units). The replica count scales the number of
-    Running+Ready ``pods``; the returned timestamp is always ``None`` (upstream returns the zero
-    time here).
-    """
-    usage_ratio = _go_fdiv(float(usage), float(target_usage))
-    decision = _usage_ratio_replica_count(
-        current_replicas, usage_ratio, tolerances=tolerances, pods=pods
-    )
-    return ReplicaCalculation(
-        replica_count=decision.replica_count,
-        usage_milli=usage,
-        timestamp=None,
-        trace=ReplicaCalculationTrace(
-            tolerances=tolerances,
-            usage_ratio=usage_ratio,
-            outcome=decision.outcome,
-            ready_pod_count=decision.pod_count,
-            pod_count=decision.pod_count,
-        ),
-    )
 
 
 def get_object_per_pod_metric_replicas(
@@ -1550,6 +829,26 @@ def get_object_per_pod_metric_replicas(
     )
 
 
+def get_ready_pods_count(pods: Sequence[PodInfo]) -> int:
+    """``getReadyPodsCount``: pods that are ``Running`` with ``Ready=True``.
+
+    Raises ``no pods returned by selector while calculating replica count`` for an empty list.
+    """
+    if not pods:
+        raise ReplicaCalculationError(
+            "no pods returned by selector while calculating replica count"
+        )
+    running = PodPhase.RUNNING
+    condition_true = ConditionStatus.TRUE
+    ready_pods_count = 0
+    for pod in pods:
+        if pod.phase == running:
+            condition = pod.ready_condition
+            if condition is not None and condition.status == condition_true:
+                ready_pods_count += 1
+    return ready_pods_count
+
+
 def get_external_metric_replicas(
     current_replicas: int,
     target_usage: int,
@@ -1571,7 +870,7 @@ def get_external_metric_replicas(
             break
         usage = _wrap_int64(usage + value)
     usage_ratio = _go_fdiv(float(usage), float(target_usage))
-    decision = _usage_ratio_replica_count(
+    decision = _get_usage_ratio_replica_count(
         current_replicas, usage_ratio, tolerances=tolerances, pods=pods
     )
     return ReplicaCalculation(
@@ -1631,3 +930,206 @@ def get_external_per_pod_metric_replicas(
             tolerances=tolerances, usage_ratio=usage_ratio, outcome=outcome
         ),
     )
+
+
+def group_pods(
+    pods: Sequence[PodInfo],
+    metrics: Mapping[str, PodMetric],
+    *,
+    resource: str,
+    now: datetime,
+    cpu_initialization_period_seconds: float = DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS,
+    initial_readiness_delay_seconds: float = DEFAULT_INITIAL_READINESS_DELAY_SECONDS,
+) -> PodGroups:
+    """``groupPods``: sort pods into ready (counted), unready, missing and ignored.
+
+    In order: deleted or failed pods are ignored; pending pods are unready; pods without a sample
+    are missing; for ``cpu`` only, a pod without a Ready condition or start time is unready, a pod
+    inside the CPU initialization period is unready when not Ready or when its sample's window
+    began before the Ready transition, and an older pod is unready only when not Ready and never
+    ready since start (``start + initial readiness delay`` after the transition). ``resource`` is
+    ``""`` for custom metrics. Comparisons are strict, as Go's ``After``/``Before``.
+    """
+    cpu_initialization_period = timedelta(seconds=cpu_initialization_period_seconds)
+    delay_of_initial_readiness_status = timedelta(seconds=initial_readiness_delay_seconds)
+    ready_pod_count = 0
+    unready_pods: set[str] = set()
+    missing_pods: set[str] = set()
+    ignored_pods: set[str] = set()
+    for pod in pods:
+        if pod.deletion_timestamp is not None or pod.phase == PodPhase.FAILED:
+            ignored_pods.add(pod.name)
+            continue
+        # Pending pods are ignored.
+        if pod.phase == PodPhase.PENDING:
+            unready_pods.add(pod.name)
+            continue
+        # Pods missing metrics.
+        metric = metrics.get(pod.name)
+        if metric is None:
+            missing_pods.add(pod.name)
+            continue
+        # Unready pods are ignored.
+        if resource == RESOURCE_CPU:
+            condition = pod.ready_condition
+            start_time = pod.start_time
+            if condition is None or start_time is None:
+                unready = True
+            elif start_time + cpu_initialization_period > now:
+                # Pod still within possible initialisation period.
+                # Ignore sample if pod is unready or one window of metric wasn't collected since
+                # last state transition.
+                sample_time = GO_ZERO_TIME if metric.timestamp is None else metric.timestamp
+                unready = condition.status == ConditionStatus.FALSE or (
+                    sample_time
+                    < condition.last_transition_time + timedelta(seconds=metric.window_seconds)
+                )
+            else:
+                # Ignore metric if pod is unready and it has never been ready.
+                unready = (
+                    condition.status == ConditionStatus.FALSE
+                    and start_time + delay_of_initial_readiness_status
+                    > condition.last_transition_time
+                )
+            if unready:
+                unready_pods.add(pod.name)
+                continue
+        ready_pod_count += 1
+    return PodGroups(
+        ready_pod_count=ready_pod_count,
+        unready_pods=frozenset(unready_pods),
+        missing_pods=frozenset(missing_pods),
+        ignored_pods=frozenset(ignored_pods),
+    )
+
+
+def calculate_pod_requests(
+    pods: Sequence[PodInfo],
+    container: str = "",
+    *,
+    resource: str,
+    pod_level_resources_enabled: bool = True,
+) -> dict[str, int]:
+    """``calculateRequests``: each pod's request for ``resource`` in milli-units.
+
+    With a container name, only that container counts. Without one, the pod-level request is used
+    when the ``PodLevelResources`` gate is on and ``spec.resources.requests`` is set; otherwise the
+    sum over regular containers and restartable init containers. Raises
+    :class:`ReplicaCalculationError` with upstream's text (``missing request for cpu in container c
+    of Pod p``, ``container c not found in Pod p``, ``missing pod-level request for cpu in Pod p``).
+    """
+    requests: dict[str, int] = {}
+    for pod in pods:
+        use_pod_level_requests = (
+            pod_level_resources_enabled and is_pod_level_requests_set(pod) and container == ""
+        )
+        if use_pod_level_requests:
+            request = calculate_pod_level_requests(pod, resource=resource)
+        elif container == "" and resource in pod.container_requests_milli:
+            # calculatePodRequestsFromContainers' result, computed when the pod was built
+            request = pod.container_requests_milli[resource]
+        else:
+            request = calculate_pod_requests_from_containers(pod, container, resource=resource)
+        requests[pod.name] = request
+    return requests
+
+
+def calculate_pod_level_requests(pod: PodInfo, *, resource: str) -> int:
+    """``calculatePodLevelRequests``: ``resourcehelpers.PodRequests(pod, {})[resource]``.
+
+    That is the aggregated container requests, overridden by the supported pod-level requests,
+    plus the pod overhead.
+    """
+    requests = _aggregate_container_requests(pod)
+    for name, value in (pod.pod_requests_milli or {}).items():
+        if is_supported_pod_level_resource(name):
+            requests[name] = value
+    for name, value in (pod.overhead_milli or {}).items():
+        requests[name] = requests.get(name, 0) + value
+    if resource not in requests:
+        raise ReplicaCalculationError(f"missing pod-level request for {resource} in Pod {pod.name}")
+    return requests[resource]
+
+
+def calculate_pod_requests_from_containers(pod: PodInfo, container: str, *, resource: str) -> int:
+    """``calculatePodRequestsFromContainers``: sum over containers and restartable init containers.
+
+    With a non-empty ``container``, only the container of that name counts.
+    """
+    containers = list(pod.containers)
+    containers.extend(c for c in pod.init_containers if c.restart_policy == RESTART_POLICY_ALWAYS)
+    request = 0
+    for candidate in containers:
+        if container in ("", candidate.name):
+            container_request = candidate.requests_milli.get(resource)
+            if container_request is None:
+                raise ReplicaCalculationError(
+                    f"missing request for {resource} in container {candidate.name} "
+                    f"of Pod {pod.name}"
+                )
+            request += container_request
+        # container names are unique inside the pod
+        if container == candidate.name:
+            return request
+    if container != "":
+        raise ReplicaCalculationError(f"container {container} not found in Pod {pod.name}")
+    return request
+
+
+def _remove_metrics_for_pods(metrics: dict[str, PodMetric], pods: Iterable[str]) -> None:
+    """``removeMetricsForPods``."""
+    for pod in pods:
+        metrics.pop(pod, None)
+
+
+# a scratch value inside one call: not frozen, which is several times cheaper to build
+
+
+# ---------------------------------------------------------- k8s.io/component-helpers/resource
+
+
+def is_supported_pod_level_resource(resource: str) -> bool:
+    """``IsSupportedPodLevelResource``: cpu, memory and huge pages."""
+    return resource in _SUPPORTED_POD_LEVEL_RESOURCES or resource.startswith(_HUGE_PAGES_PREFIX)
+
+
+def is_pod_level_requests_set(pod: PodInfo) -> bool:
+    """``IsPodLevelRequestsSet``: ``spec.resources.requests`` names a supported resource."""
+    if not pod.pod_requests_milli:
+        return False
+    return any(is_supported_pod_level_resource(name) for name in pod.pod_requests_milli)
+
+
+def _aggregate_container_requests(pod: PodInfo) -> dict[str, int]:
+    """``AggregateContainerRequests`` with default options (spec requests, no status)."""
+    requests: dict[str, int] = {}
+    for container in pod.containers:
+        _add_resource_list(requests, container.requests_milli)
+    restartable_init_requests: dict[str, int] = {}
+    init_requests: dict[str, int] = {}
+    for container in pod.init_containers:
+        container_requests: Mapping[str, int]
+        if container.restart_policy == RESTART_POLICY_ALWAYS:
+            # restartable init containers run alongside the regular ones
+            _add_resource_list(requests, container.requests_milli)
+            _add_resource_list(restartable_init_requests, container.requests_milli)
+            container_requests = restartable_init_requests
+        else:
+            combined: dict[str, int] = {}
+            _add_resource_list(combined, container.requests_milli)
+            _add_resource_list(combined, restartable_init_requests)
+            container_requests = combined
+        _max_resource_list(init_requests, container_requests)
+    _max_resource_list(requests, init_requests)
+    return requests
+
+
+def _add_resource_list(target: dict[str, int], addition: Mapping[str, int]) -> None:
+    for name, value in addition.items():
+        target[name] = target.get(name, 0) + value
+
+
+def _max_resource_list(target: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        if name not in target or value > target[name]:
+            target[name] = value

@@ -21,11 +21,8 @@ can reach the decision and fail with ``InvalidMetricSourceType`` exactly as upst
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-
-from hpa.core.memo import IdentityMemo, PairIdentityMemo
 
 
 class MetricSourceType(StrEnum):
@@ -262,9 +259,20 @@ DEFAULT_SCALE_DOWN_RULES = ScalingRules(
 
 
 def _copy_scaling_rules(source: ScalingRules | None, defaults: ScalingRules) -> ScalingRules:
-    """``copyHPAScalingRules``: every non-nil field of ``source`` overrides the default."""
+    """``copyHPAScalingRules``: every non-nil field of ``source`` overrides the default (a source
+    that sets every field the defaults set is already the result)."""
     if source is None:
         return defaults
+    if (
+        (
+            source.stabilization_window_seconds is not None
+            or defaults.stabilization_window_seconds is None
+        )
+        and (source.select_policy is not None or defaults.select_policy is None)
+        and (source.policies is not None or defaults.policies is None)
+        and (source.tolerance is not None or defaults.tolerance is None)
+    ):
+        return source
     return ScalingRules(
         stabilization_window_seconds=(
             source.stabilization_window_seconds
@@ -292,23 +300,13 @@ def generate_scale_down_rules(rules: ScalingRules | None) -> ScalingRules:
 def default_behavior(
     behavior: HorizontalPodAutoscalerBehavior | None,
 ) -> HorizontalPodAutoscalerBehavior | None:
-    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted.
-
-    Memoized by the behavior's identity (:mod:`hpa.core.memo`: a controller passes the same
-    object on every reconcile of an HPA)."""
+    """``SetDefaults_HorizontalPodAutoscalerBehavior``: only a non-nil behavior is defaulted."""
     if behavior is None:
         return None
-    return _defaulted_memo(behavior)
-
-
-def _default_behavior(behavior: HorizontalPodAutoscalerBehavior) -> HorizontalPodAutoscalerBehavior:
     return HorizontalPodAutoscalerBehavior(
         scale_up=generate_scale_up_rules(behavior.scale_up),
         scale_down=generate_scale_down_rules(behavior.scale_down),
     )
-
-
-_defaulted_memo = IdentityMemo(_default_behavior)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,32 +383,17 @@ class ResolvedRules:
         object.__setattr__(self, "scale_down_stabilization_window_seconds", down or 0)
 
 
-_RESOLVED_CACHE_SIZE = 1024
-
-
 def resolve_behavior(
     behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
 ) -> ResolvedRules:
-    """Default both directions, then ``maybeInitScaleDownStabilizationWindow`` (memoized).
-
-    A controller passes the same two objects on every reconcile of an HPA, so the memo is looked
-    up by identity first (:mod:`hpa.core.memo`: hashing the nested frozen values costs more than
-    resolving them), then by value.
-    """
-    return _resolved_memo(behavior, settings)
-
-
-@functools.lru_cache(maxsize=_RESOLVED_CACHE_SIZE)
-def _resolve_behavior(
-    behavior: HorizontalPodAutoscalerBehavior, settings: HorizontalSettings
-) -> ResolvedRules:
+    """Default both directions, then ``maybeInitScaleDownStabilizationWindow``."""
     scale_up = generate_scale_up_rules(behavior.scale_up)
     scale_down = generate_scale_down_rules(behavior.scale_down)
     if scale_down.stabilization_window_seconds is None:
-        scale_down = replace(
-            scale_down, stabilization_window_seconds=settings.downscale_stabilization_seconds
+        scale_down = ScalingRules(
+            stabilization_window_seconds=settings.downscale_stabilization_seconds,
+            select_policy=scale_down.select_policy,
+            policies=scale_down.policies,
+            tolerance=scale_down.tolerance,
         )
     return ResolvedRules(scale_up=scale_up, scale_down=scale_down)
-
-
-_resolved_memo = PairIdentityMemo(_resolve_behavior)

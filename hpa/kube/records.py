@@ -2,15 +2,17 @@
 
 Upstream counterparts: the typed objects client-go's informers hold (``v1.Pod``,
 ``autoscalingv2.HorizontalPodAutoscaler``, ``appsv1.Deployment`` ...) and
-``cache.MetaNamespaceKeyFunc``. The Pod fields are those ``replica_calculator.go``
-(``groupPods``, ``calculatePodRequests``) and ``metrics/utilization.go`` read.
+``cache.MetaNamespaceKeyFunc``. A Pod becomes the replica calculator's pod shape
+(``hpa.core.replicas.PodInfo``: phase, Ready condition, start time, deletion time, container and
+pod-level requests in milli-units, overhead) when it arrives, once; nothing downstream re-reads
+its JSON.
 
 Deliberate deviations: records are built from orjson dicts by plain functions, never through
 kubernetes_asyncio's models (they are slow and drop unknown fields). The parts of a Pod that its
-siblings share (labels, owner references, containers' resources, namespace, node, phase, times)
-are interned in bounded tables, so 100,000 pods of a few thousand templates hold one copy of
-each; records are frozen, so sharing is invisible to readers. Quantities stay the API's
-strings here; the controller parses them exactly with ``hpa.core.quantity``. An HPA record keeps
+siblings share (labels, owner references, containers, Ready condition, namespace, node, times)
+are interned by value in bounded tables, so 100,000 pods of a few thousand templates hold one
+copy of each; records are frozen, so sharing is invisible to readers. Pod quantities are read
+exactly with ``hpa.core.quantity``. An HPA record keeps
 the whole object as zlib-compressed JSON (``raw`` decodes it) so the status writer can send back
 fields we do not model.
 """
@@ -26,12 +28,16 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import orjson
 
+from hpa.core.conditions import ConditionStatus
+from hpa.core.quantity import QuantityError, parse_quantity
+from hpa.core.replicas import GO_ZERO_TIME, ContainerInfo, PodCondition, PodInfo, PodPhase
 from hpa.core.selector import NOTHING, Selector, SelectorError, selector_from_label_selector
 from hpa.kube.clock import parse_time
 
 JsonObject = dict[str, Any]
 T = TypeVar("T")
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+_EMPTY_MILLI: Mapping[str, int] = MappingProxyType({})
 
 
 class Record(Protocol):
@@ -143,101 +149,125 @@ def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]
 # ---------------------------------------------------------------- Pod
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerResources:
-    """A container's (or the Pod's) ``resources``; quantities are the API's strings."""
+def _requests_milli(resources: Any) -> Mapping[str, int]:
+    """A ``ResourceList`` as ``Quantity.MilliValue()`` per resource name. The API server validates
+    quantities; one that does not read counts as unset."""
+    if not resources:
+        return _EMPTY_MILLI
+    requests: dict[str, int] = {}
+    for name, text in resources.items():
+        try:
+            requests[str(name)] = parse_quantity(str(text)).milli_value()
+        except QuantityError:
+            continue
+    return MappingProxyType(requests)
 
-    name: str
-    requests: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    limits: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    restart_policy: str | None = None  # init containers: "Always" marks a sidecar
 
-    @property
-    def is_restartable_init_container(self) -> bool:
-        return self.restart_policy == "Always"
-
-
-def _container(data: Mapping[str, Any]) -> ContainerResources:
-    resources = data.get("resources") or {}
-    name = str(data.get("name", ""))
-    requests = _string_map(resources.get("requests"))
-    limits = _string_map(resources.get("limits"))
-    restart_policy = data.get("restartPolicy")
-    # ids are safe keys: the value keeps both mappings alive as long as the entry exists
-    key = ("c", name, id(requests), id(limits), restart_policy)
+def _containers(value: Any) -> tuple[ContainerInfo, ...]:
+    """A pod spec's containers as the replica calculator reads them, shared by every pod with
+    equal containers (looked up by value: name, requests and restart policy)."""
+    if not value:
+        return ()
+    key = (
+        "c",
+        tuple(
+            (
+                str(c.get("name", "")),
+                tuple(((c.get("resources") or {}).get("requests") or {}).items()),
+                c.get("restartPolicy"),
+            )
+            for c in value
+        ),
+    )
     return _SHARED.intern(
         key,
-        lambda: ContainerResources(
-            name=name, requests=requests, limits=limits, restart_policy=restart_policy
+        lambda: tuple(
+            ContainerInfo(
+                name=name,
+                requests_milli=_requests_milli(dict(requests)),
+                restart_policy=restart_policy,
+            )
+            for name, requests, restart_policy in key[1]
         ),
     )
 
 
-def _containers(value: Any) -> tuple[ContainerResources, ...]:
-    if not value:
-        return ()
-    containers = tuple(_container(c) for c in value)
-    return _SHARED.intern(("cs", tuple(id(c) for c in containers)), lambda: containers)
+def _ready_condition(status: Mapping[str, Any]) -> PodCondition | None:
+    """The ``Ready`` condition (an unknown status reads as ``Unknown``; no transition time as
+    Go's zero time), shared by every pod with an equal one."""
+    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    if ready is None:
+        return None
+    text = str(ready.get("status", ""))
+    since = ready.get("lastTransitionTime")
+
+    def make() -> PodCondition:
+        try:
+            condition_status = ConditionStatus(text)
+        except ValueError:
+            condition_status = ConditionStatus.UNKNOWN
+        return PodCondition(condition_status, parse_time(since) or GO_ZERO_TIME)
+
+    return _SHARED.intern(("r", text, since), make)
 
 
-@dataclass(frozen=True, slots=True)
+def _phase(value: Any) -> PodPhase:
+    try:
+        return PodPhase(value)
+    except ValueError:
+        return PodPhase.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodRecord:
-    """The Pod fields the HPA reads (``groupPods``, ``calculatePodRequests``)."""
+    """A Pod as the informer keeps it: identity, labels and owners for stores and selectors, and
+    ``info``, the replica calculator's pod shape (``groupPods``, ``calculateRequests``), built
+    once when the Pod arrives."""
 
     namespace: str
     name: str
-    uid: str
-    resource_version: str
     labels: Mapping[str, str]
-    owner_references: tuple[OwnerReference, ...]
-    deletion_timestamp: datetime | None
-    phase: str
-    ready_status: str | None  # the Ready condition's status: "True", "False", "Unknown"
-    ready_last_transition_time: datetime | None
-    start_time: datetime | None
-    containers: tuple[ContainerResources, ...]
-    init_containers: tuple[ContainerResources, ...]
-    pod_resources: ContainerResources | None  # spec.resources (pod-level resources)
+    info: PodInfo
+    uid: str = ""
+    resource_version: str = ""
+    owner_references: tuple[OwnerReference, ...] = ()
     node_name: str = ""
 
     @property
     def is_ready(self) -> bool:
-        return self.ready_status == "True"
-
-    @property
-    def restartable_init_containers(self) -> tuple[ContainerResources, ...]:
-        return tuple(c for c in self.init_containers if c.is_restartable_init_container)
+        """``podutil.IsPodReady``: the Ready condition is ``True``."""
+        condition = self.info.ready_condition
+        return condition is not None and condition.status == ConditionStatus.TRUE
 
 
 def parse_pod(data: Mapping[str, Any]) -> PodRecord:
     metadata = data["metadata"]
     spec = data.get("spec") or {}
     status = data.get("status") or {}
-    ready = next(
-        (c for c in status.get("conditions") or () if c.get("type") == "Ready"),
-        None,
-    )
+    name = str(metadata["name"])
     pod_resources = spec.get("resources")
+    overhead = spec.get("overhead")
     return PodRecord(
         namespace=_text(metadata.get("namespace", "")),
-        name=str(metadata["name"]),
+        name=name,
         uid=str(metadata.get("uid", "")),
         resource_version=str(metadata.get("resourceVersion", "")),
         labels=_string_map(metadata.get("labels")),
         owner_references=_owner_references(metadata),
-        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
-        phase=_text(status.get("phase", "")),
-        ready_status=None if ready is None else _text(ready.get("status", "")),
-        ready_last_transition_time=None
-        if ready is None
-        else _shared_time(ready.get("lastTransitionTime")),
-        start_time=_shared_time(status.get("startTime")),
-        containers=_containers(spec.get("containers")),
-        init_containers=_containers(spec.get("initContainers")),
-        pod_resources=None
-        if not pod_resources
-        else _container({"name": "", "resources": pod_resources}),
         node_name=_text(spec.get("nodeName", "")),
+        info=PodInfo(
+            name=name,
+            phase=_phase(status.get("phase", "")),
+            ready_condition=_ready_condition(status),
+            start_time=_shared_time(status.get("startTime")),
+            deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
+            containers=_containers(spec.get("containers")),
+            init_containers=_containers(spec.get("initContainers")),
+            pod_requests_milli=None
+            if not pod_resources
+            else _requests_milli(pod_resources.get("requests")),
+            overhead_milli=_requests_milli(overhead) if overhead else None,
+        ),
     )
 
 

@@ -132,7 +132,8 @@ class Scale:
     spec_replicas: int
     status_replicas: int
     selector: str  # status.selector, the string form; "" when the target has none
-    raw: Mapping[str, Any] = field(compare=False, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The object as read (sent back on update); empty for scales kept in memory."""
 
 
 def parse_scale(data: Mapping[str, Any]) -> Scale:

@@ -24,11 +24,6 @@ from datetime import datetime
 
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
-    ListedPod,
-    ScaleSnapshot,
-    ScaleUpdated,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
 )
 from hpa.core.conditions import Event
 from hpa.core.decision import (
@@ -41,6 +36,9 @@ from hpa.core.decision import (
 from hpa.core.replicas import RESOURCE_CPU
 from hpa.core.selector import Selector
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube.records import PodRecord
+from hpa.kube.scale import Scale, ScaleUpdated, ScaleUpdateResult
+from hpa.kube.status import StatusWriteOutcome
 from hpa.sim.workload import Deployment, moment
 
 __all__ = [
@@ -170,9 +168,9 @@ class SimScaleClient:
         self._version = 1
         self._version_text = "1"
         """``str(self._version)``, kept with it."""
-        self._cached: ScaleSnapshot | None = None
+        self._cached: Scale | None = None
 
-    def _snapshot(self) -> ScaleSnapshot:
+    def _snapshot(self) -> Scale:
         deployment = self._deployment
         cached = self._cached
         if (
@@ -182,7 +180,9 @@ class SimScaleClient:
             and cached.resource_version == self._version_text
         ):
             return cached  # immutable, and nothing it shows has changed
-        self._cached = ScaleSnapshot(
+        self._cached = Scale(
+            namespace="",
+            name=deployment.name,
             spec_replicas=deployment.spec_replicas,
             status_replicas=len(deployment.pods),
             selector=deployment.selector,
@@ -190,7 +190,7 @@ class SimScaleClient:
         )
         return self._cached
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         return self._snapshot()
 
     async def update_scale(
@@ -198,7 +198,7 @@ class SimScaleClient:
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         self._deployment.scale(replicas, self._clock.t_seconds)
@@ -213,11 +213,11 @@ class SimPodLister:
     def __init__(self, deployment: Deployment, clock: VirtualClock) -> None:
         self._deployment = deployment
         self._clock = clock
-        self._cached: tuple[int, float, float, tuple[ListedPod, ...]] | None = None
+        self._cached: tuple[int, float, float, tuple[PodRecord, ...]] | None = None
         """(Deployment version, from, until, pods): the listing holds while no pod was created
         or deleted and no pod changed state (Running, Ready) in ``[from, until)``."""
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         deployment = self._deployment
         if not selector.matches(deployment.labels):
             return []
@@ -232,7 +232,8 @@ class SimPodLister:
         labels = deployment.labels
         containers = deployment.containers
         listed = tuple(
-            ListedPod(pod.info(t_seconds, containers), labels) for pod in deployment.pods
+            PodRecord(namespace=namespace, name=info.name, labels=labels, info=info)
+            for info in (pod.info(t_seconds, containers) for pod in deployment.pods)
         )
         until = min(
             (

@@ -181,9 +181,9 @@ async def test_informers_see_pod_and_hpa_creates_updates_and_deletes(
         await pod_calls.wait_for(ready, "the pod to become Ready (kwok)")
         record = pods.store.get_by_name(namespace, "p")
         assert record is not None
-        assert record.phase == "Running"
-        assert record.ready_last_transition_time is not None
-        assert dict(record.containers[0].requests) == {"cpu": "250m"}
+        assert record.info.phase == "Running"
+        assert record.info.ready_condition is not None
+        assert dict(record.info.containers[0].requests_milli) == {"cpu": 250}
         assert [r.name for r in pods.store.select(namespace, parse_selector("app=web"))] == ["p"]
         await kubectl(lab, "delete", "pod", "p", "-n", namespace, "--grace-period=0", "--force")
         await pod_calls.wait_for(lambda: ("delete", "p") in pod_calls.calls, "pod delete")

@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hpa.controllers.ports import ListedPod
 from hpa.core.replicas import PodInfo
 from hpa.core.selector import Selector
+from hpa.kube.records import PodRecord
 
 
 class FakePodLister:
     def __init__(self) -> None:
-        self.pods: dict[str, list[ListedPod]] = {}
+        self.pods: dict[str, list[PodRecord]] = {}
         self.raising: dict[str, Exception] = {}
         self.calls: list[tuple[str, str]] = []
 
     def add(self, namespace: str, info: PodInfo, *, labels: Mapping[str, str]) -> None:
-        self.pods.setdefault(namespace, []).append(ListedPod(info=info, labels=dict(labels)))
+        self.pods.setdefault(namespace, []).append(
+            PodRecord(namespace=namespace, name=info.name, labels=dict(labels), info=info)
+        )
 
-    def list_pods(self, namespace: str, selector: Selector) -> Sequence[ListedPod]:
+    def list_pods(self, namespace: str, selector: Selector) -> Sequence[PodRecord]:
         self.calls.append((namespace, selector.to_string()))
         if namespace in self.raising:
             raise self.raising[namespace]

@@ -15,14 +15,11 @@ from dataclasses import dataclass, replace
 
 from hpa.controllers.ports import (
     HorizontalPodAutoscalerObject,
-    ScaleConflict,
-    ScaleSnapshot,
-    ScaleUpdated,
-    ScaleUpdateResult,
-    StatusWriteOutcome,
 )
 from hpa.core.decision import HorizontalPodAutoscalerStatus
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.kube.scale import Scale, ScaleConflict, ScaleUpdated, ScaleUpdateResult
+from hpa.kube.status import StatusWriteOutcome
 
 TargetKey = tuple[str, str, str]  # namespace, kind, name
 
@@ -45,7 +42,7 @@ class FakeScaleClient:
     """Scales by (namespace, kind, name)."""
 
     def __init__(self) -> None:
-        self.scales: dict[TargetKey, ScaleSnapshot] = {}
+        self.scales: dict[TargetKey, Scale] = {}
         self.get_errors: dict[TargetKey, Exception] = {}
         self.update_errors: dict[TargetKey, Exception] = {}
         self.concurrent_writes: dict[TargetKey, list[int]] = {}
@@ -67,7 +64,9 @@ class FakeScaleClient:
         selector: str,
         status_replicas: int | None = None,
     ) -> None:
-        self.scales[self.key(namespace, target)] = ScaleSnapshot(
+        self.scales[self.key(namespace, target)] = Scale(
+            namespace=namespace,
+            name=target.name,
             spec_replicas=replicas,
             status_replicas=replicas if status_replicas is None else status_replicas,
             selector=selector,
@@ -80,14 +79,14 @@ class FakeScaleClient:
     def accepted_writes(self) -> list[ScaleWrite]:
         return [write for write in self.writes if write.accepted]
 
-    def _bump(self, key: TargetKey, replicas: int) -> ScaleSnapshot:
+    def _bump(self, key: TargetKey, replicas: int) -> Scale:
         updated = replace(
             self.scales[key], spec_replicas=replicas, resource_version=str(next(self._versions))
         )
         self.scales[key] = updated
         return updated
 
-    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> ScaleSnapshot:
+    async def get_scale(self, namespace: str, target: CrossVersionObjectReference) -> Scale:
         key = self.key(namespace, target)
         self.gets.append(key)
         if key in self.get_errors:
@@ -105,7 +104,7 @@ class FakeScaleClient:
         namespace: str,
         target: CrossVersionObjectReference,
         *,
-        scale: ScaleSnapshot,
+        scale: Scale,
         replicas: int,
     ) -> ScaleUpdateResult:
         key = self.key(namespace, target)

@@ -9,7 +9,6 @@ by the resource label, NotFound texts); the rest pins our documented deviations
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from datetime import UTC, datetime
 
 import pytest
@@ -25,9 +24,7 @@ from adapter.providers import (
     ValueSettings,
     custom_metric_request,
 )
-from adapter.providers.custom import CustomMetricValue
 from adapter.providers.evaluation import rule_errors_to_provider_errors
-from adapter.providers.objects import ObjectReference
 from adapter.rules import BadQueryError, CustomMetricInfo, GroupResource
 from adapter.rules.errors import RuleEvaluationError
 from tests.adapter.providers.scenario import EVAL_SECONDS, merged_parts, scenario
@@ -477,22 +474,6 @@ async def test_within_the_window_a_series_that_left_the_probe_is_still_served() 
 def test_probe_reuse_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="probe_reuse_seconds"):
         ValueSettings(probe_reuse_seconds=-1.0)
-
-
-def test_custom_metric_values_are_built_as_the_dataclass_built_them() -> None:
-    """``CustomMetricValue`` has ``fast_init``'s ``__init__`` (a value per object per request):
-    the same fields, defaults and immutability as the dataclass ``__init__`` it replaced."""
-    reference = ObjectReference("v1", "Pod", name="web-1", namespace="ns1")
-    at = datetime.fromtimestamp(EVAL_SECONDS, UTC)
-    fast = CustomMetricValue(reference, "m", value_milli=1500, timestamp=at, window_seconds=120)
-    generated = object.__new__(CustomMetricValue)
-    original = CustomMetricValue.__dict__["__dataclass_init__"]
-    original(generated, reference, "m", value_milli=1500, timestamp=at, window_seconds=120)
-    assert fast == generated
-    assert fast.metric_selector is None
-    assert str(fast.value) == "1500m"
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.value_milli = 2  # type: ignore[misc]
 
 
 def test_a_rule_that_cannot_render_the_request_is_not_found_as_upstream() -> None:

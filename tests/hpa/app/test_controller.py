@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import functools
 import itertools
 import random
@@ -20,30 +19,20 @@ from hpa.app.controller import (
     WORKLOAD_PATHS,
     ControllerAppSettings,
     HorizontalControllerApp,
-    InformerHPALister,
-    InformerPodLister,
-    InformerScaleClient,
-    KubeScaleClient,
     add_flags,
     build_app,
     from_args,
-    scale_from_workload,
 )
-from hpa.controllers.ports import ScaleConflict, ScaleUpdated
+from hpa.controllers.api_ports import InformerScaleClient, KubeScaleClient
 from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.core.selector import parse_selector
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.kube.client import KubeClient, RetryPolicy
-from hpa.kube.informer import Informer, Store
+from hpa.kube.informer import Informer
 from hpa.kube.records import (
-    HpaRecord,
-    PodRecord,
     WorkloadRecord,
-    parse_hpa,
-    parse_pod,
     parse_workload,
 )
-from hpa.kube.scale import ResourceMapper, ScaleClient
+from hpa.kube.scale import ResourceMapper, ScaleClient, ScaleConflict, ScaleUpdated
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo
 from tests.fakes.clock import FakeClock
 
@@ -250,24 +239,6 @@ async def test_a_dry_run_hpa_is_never_written(apiserver: FakeApiServer, kube: Ku
         await stop(task)
 
 
-def test_the_hpa_lister_converts_once_per_resource_version() -> None:
-    store: Store[HpaRecord] = Store()
-    record = parse_hpa(
-        {
-            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"},
-            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3},
-        }
-    )
-    store.put("default/web", record)
-    lister = InformerHPALister(store)
-    first = lister.get("default", "web")
-    assert first is not None
-    assert first.spec.max_replicas == 3
-    assert lister.get("default", "web") is first
-    store.delete("default/web")
-    assert lister.get("default", "web") is None
-
-
 def test_process_flags_are_parsed_with_the_controller_s() -> None:
     parser = argparse.ArgumentParser()
     add_flags(parser)
@@ -457,91 +428,3 @@ async def test_a_cached_scale_follows_the_deployment_informer(
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
-
-
-def _pod_record(name: str, *, cpu: str, ready: str = "True") -> PodRecord:
-    return parse_pod(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "resourceVersion": "1",
-                "labels": {"app": "web"},
-            },
-            "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": LONG_AGO}],
-            },
-        }
-    )
-
-
-def test_the_pod_lister_shares_what_pods_of_one_template_have_in_common() -> None:
-    store: Store[PodRecord] = Store()
-    for record in (
-        _pod_record("web-1", cpu="250m"),
-        _pod_record("web-2", cpu="250m"),
-        _pod_record("web-3", cpu="1", ready="False"),
-    ):
-        store.put(f"default/{record.name}", record)
-    lister = InformerPodLister(store)
-    first, second, third = lister.list_pods("default", parse_selector("app=web"))
-    assert [p.info.name for p in (first, second, third)] == ["web-1", "web-2", "web-3"]
-    assert first.info.containers is second.info.containers
-    assert first.info.ready_condition is second.info.ready_condition
-    assert first.info.containers[0].requests_milli == {"cpu": 250}
-    assert third.info.containers[0].requests_milli == {"cpu": 1000}
-    assert third.info.ready_condition is not None
-    assert str(third.info.ready_condition.status) == "False"
-    assert lister.list_pods("default", parse_selector("app=web"))[0] is first, "converted once"
-    removed = store.delete("default/web-1")
-    assert removed is not None
-    lister.forget(removed)
-    assert [p.info.name for p in lister.list_pods("default", parse_selector("app=web"))] == [
-        "web-2",
-        "web-3",
-    ]
-
-
-def test_the_pod_lister_answers_from_its_cache_until_a_pod_of_the_namespace_changes() -> None:
-    store: Store[PodRecord] = Store()
-    for record in (_pod_record("web-1", cpu="250m"), _pod_record("web-2", cpu="250m")):
-        store.put(f"default/{record.name}", record)
-    lister = InformerPodLister(store)
-    web = parse_selector("app=web")
-    listed = lister.list_pods("default", web)
-    assert lister.list_pods("default", web) is listed, "a steady namespace is not listed again"
-    elsewhere = dataclasses.replace(_pod_record("web-9", cpu="250m"), namespace="other")
-    store.put("other/web-9", elsewhere)
-    assert lister.list_pods("default", web) is listed, "another namespace's pods do not matter"
-    store.put("default/web-3", _pod_record("web-3", cpu="1"))
-    assert [p.info.name for p in lister.list_pods("default", web)] == ["web-1", "web-2", "web-3"]
-    unready = _pod_record("web-1", cpu="250m", ready="False")
-    store.put("default/web-1", dataclasses.replace(unready, resource_version="2"))
-    first = lister.list_pods("default", web)[0]
-    assert first.info.ready_condition is not None
-    assert str(first.info.ready_condition.status) == "False", "an updated pod is seen"
-    store.delete("default/web-2")
-    assert [p.info.name for p in lister.list_pods("default", web)] == ["web-1", "web-3"]
-
-
-def test_a_cached_scale_has_the_api_server_s_scale_document() -> None:
-    record = parse_workload(
-        {
-            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "42"},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
-            "status": {"replicas": 2},
-        },
-        kind="Deployment",
-    )
-    scale = scale_from_workload(record)
-    assert dict(scale.raw) == {
-        "apiVersion": "autoscaling/v1",
-        "kind": "Scale",
-        "metadata": {"name": "web", "namespace": "default", "resourceVersion": "42"},
-        "spec": {"replicas": 3},
-        "status": {"replicas": 2, "selector": "app=web"},
-    }
-    assert scale.raw["spec"] == {"replicas": 3}
-    assert len(scale.raw) == 5

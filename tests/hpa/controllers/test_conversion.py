@@ -12,13 +12,11 @@ import pytest
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
 from hpa.controllers.conversion import (
     hpa_from_dict,
-    listed_pod_from_record,
     metric_selector,
     status_from_model,
     status_to_dict,
 )
 from hpa.core.conditions import ConditionStatus
-from hpa.core.replicas import PodPhase
 from hpa.core.selector import SelectorError
 from hpa.core.spec import (
     LabelSelector,
@@ -27,7 +25,6 @@ from hpa.core.spec import (
     ScalingPolicySelect,
     ScalingPolicyType,
 )
-from hpa.kube.records import parse_pod
 
 TESTDATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "k8s-testdata"
 
@@ -229,49 +226,3 @@ def test_metric_selectors_render_in_upstream_string_form() -> None:
         metric_selector(
             LabelSelector(match_expressions=(LabelSelectorRequirement("q", "Near", ("a",)),))
         )
-
-
-def test_a_pod_record_becomes_what_the_calculator_reads() -> None:
-    record = parse_pod(
-        {
-            "metadata": {
-                "name": "web-0",
-                "namespace": "shop",
-                "labels": {"app": "web"},
-                "deletionTimestamp": "2026-01-01T00:10:00Z",
-            },
-            "spec": {
-                "containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}],
-                "initContainers": [
-                    {
-                        "name": "proxy",
-                        "restartPolicy": "Always",
-                        "resources": {"requests": {"cpu": "0.1", "memory": "64Mi"}},
-                    }
-                ],
-            },
-            "status": {
-                "phase": "Running",
-                "startTime": "2026-01-01T00:00:00Z",
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "lastTransitionTime": "2026-01-01T00:00:30Z",
-                    }
-                ],
-            },
-        }
-    )
-    listed = listed_pod_from_record(record)
-    info = listed.info
-    assert listed.labels == {"app": "web"}
-    assert info.phase is PodPhase.RUNNING
-    assert info.ready_condition is not None
-    assert info.ready_condition.status is ConditionStatus.TRUE
-    assert info.ready_condition.last_transition_time == datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
-    assert info.containers[0].requests_milli == {"cpu": 250}
-    assert info.init_containers[0].restart_policy == "Always"
-    assert info.init_containers[0].requests_milli == {"cpu": 100, "memory": 64 * 2**20 * 1000}
-    assert info.deletion_timestamp == datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
-    assert info.pod_requests_milli is None

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -275,6 +276,86 @@ def test_gate_off_evaluates_metrics_at_zero_with_min_zero_and_drops_the_conditio
     )
     assert decision.desired_replicas == 3
     assert find_condition(decision.status.conditions, "ScaledToZero") is None
+
+
+WAKING_OBJECT = MetricSpec.for_object(
+    ObjectMetricSource(
+        CrossVersionObjectReference("Service", "front", "v1"),
+        MetricIdentifier("rps"),
+        MetricTarget(MetricTargetType.VALUE, value_milli=1000),
+    )
+)
+
+
+SLOW_UP = HorizontalPodAutoscalerBehavior(
+    scale_up=ScalingRules(policies=(ScalingPolicy(ScalingPolicyType.PODS, 1, 60),))
+)
+
+
+# with a behavior, normalization keeps 0 and the wake-up raise to minReplicas gives the reason
+@pytest.mark.parametrize(
+    ("metric", "observation", "behavior"),
+    [
+        (WAKING_OBJECT, ObjectMetricObservation(0), HorizontalPodAutoscalerBehavior()),
+        (WAKING_OBJECT, ObjectMetricObservation(0), SLOW_UP),
+        (QUEUE, ExternalMetricObservation((0,)), HorizontalPodAutoscalerBehavior()),
+        (QUEUE, ExternalMetricObservation((0,)), SLOW_UP),
+    ],
+)
+def test_waking_from_zero_to_min_replicas_gives_upstreams_reason(
+    metric: MetricSpec,
+    observation: MetricObservation,
+    behavior: HorizontalPodAutoscalerBehavior | None,
+) -> None:
+    decision = run(
+        spec(metric, min_replicas=2, behavior=behavior),
+        replicas=0,
+        observations=[observation],
+        conditions=(SCALED_TO_ZERO_TRUE,),
+    )
+    assert (decision.rescale, decision.desired_replicas) == (True, 2)
+    assert decision.rescale_reason == "Current number of replicas below Spec.MinReplicas"
+    assert decision.events[-1] == Event(
+        "Normal",
+        "SuccessfulRescale",
+        "New size: 2; reason: Current number of replicas below Spec.MinReplicas",
+    )
+
+
+@pytest.mark.parametrize(
+    ("gate", "min_replicas", "leftover", "kept"),
+    [
+        # gate off, scaling disabled at zero: upstream removes the leftover condition
+        (False, 1, SCALED_TO_ZERO_TRUE, None),
+        (False, 2, SCALED_TO_ZERO_TRUE, None),
+        (False, 1, condition("ScaledToZero", ConditionStatus.FALSE, "NotScaledToZero"), None),
+        # gate on, paused at zero: the condition is the gate's to keep
+        (
+            True,
+            0,
+            condition("ScaledToZero", ConditionStatus.FALSE, "NotScaledToZero"),
+            condition("ScaledToZero", ConditionStatus.FALSE, "NotScaledToZero"),
+        ),
+    ],
+)
+def test_scaling_disabled_at_zero_and_the_scaled_to_zero_condition(
+    gate: bool,
+    min_replicas: int,
+    leftover: HorizontalPodAutoscalerCondition,
+    kept: HorizontalPodAutoscalerCondition | None,
+) -> None:
+    decision = run(
+        spec(QUEUE, min_replicas=min_replicas),
+        replicas=0,
+        observations=[ExternalMetricObservation((25_000,))],
+        conditions=(leftover,),
+        settings_=HorizontalSettings(scale_to_zero_enabled=gate),
+    )
+    assert (decision.rescale, decision.desired_replicas) == (False, 0)
+    active = find_condition(decision.status.conditions, "ScalingActive")
+    assert active is not None
+    assert (active.status, active.reason) == (ConditionStatus.FALSE, "ScalingDisabled")
+    assert find_condition(decision.status.conditions, "ScaledToZero") == kept
 
 
 # ------------------------------------------------------------------------ conditions, events

@@ -35,6 +35,7 @@ from hpa.core.replicas import (
     ReplicaOutcome,
     Tolerances,
     calculate_pod_requests,
+    calculate_pod_requests_from_containers,
     get_external_metric_replicas,
     get_metric_replicas,
     get_metric_usage_ratio,
@@ -440,6 +441,25 @@ def test_utilization_wraps_int64_like_go() -> None:
     assert raw == value
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=1, max_size=8),
+    target=st.integers(min_value=1, max_value=500),
+)
+def test_sums_wrap_like_go_wrapping_every_addition(values: list[int], target: int) -> None:
+    samples = {f"p{i}": PodMetric(value_milli=value) for i, value in enumerate(values)}
+    go_total = 0
+    for value in values:
+        go_total = _go_int64(go_total + value)
+    _, usage = get_metric_usage_ratio(samples, target)
+    assert usage == _go_quo(go_total, len(values))
+
+
+def _go_quo(numerator: int, denominator: int) -> int:
+    quotient = abs(numerator) // abs(denominator)
+    return _go_int64(-quotient if (numerator < 0) != (denominator < 0) else quotient)
+
+
 def test_object_per_pod_with_zero_status_replicas_follows_go_division_by_zero() -> None:
     result = get_object_per_pod_metric_replicas(
         0, 1000, usage=5000, timestamp=NOW, tolerances=Tolerances()
@@ -503,6 +523,56 @@ def test_pod_level_requests_fall_back_to_aggregated_containers_plus_overhead() -
     assert calculate_pod_requests(
         [pod], resource=RESOURCE_CPU, pod_level_resources_enabled=False
     ) == {"web": 170}
+
+
+def test_container_requests_stop_at_a_container_named_empty_as_upstream() -> None:
+    """``calculatePodRequestsFromContainers`` with no container name returns at the first
+    container whose name is ``""`` (``container == c.Name``): later containers are not summed."""
+    pod = PodInfo(
+        name="web",
+        containers=(
+            ContainerInfo("app", {RESOURCE_CPU: 100}),
+            ContainerInfo("", {RESOURCE_CPU: 20}),
+            ContainerInfo("late", {}),
+        ),
+    )
+    assert calculate_pod_requests([pod], resource=RESOURCE_CPU) == {"web": 120}
+    unnamed_first = replace(pod, containers=(ContainerInfo("", {}), pod.containers[0]))
+    with pytest.raises(ReplicaCalculationError) as raised:
+        calculate_pod_requests([unnamed_first], resource=RESOURCE_CPU)
+    assert str(raised.value) == "missing request for cpu in container  of Pod web"
+
+
+_CONTAINERS = st.builds(
+    ContainerInfo,
+    name=st.sampled_from(["", "app", "log", "proxy"]),
+    requests_milli=st.dictionaries(
+        st.sampled_from([RESOURCE_CPU, RESOURCE_MEMORY, "gpu"]), st.integers(0, 10**6)
+    ),
+    restart_policy=st.sampled_from([None, RESTART_POLICY_ALWAYS]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    containers=st.lists(_CONTAINERS, max_size=4),
+    init_containers=st.lists(_CONTAINERS, max_size=3),
+    resource=st.sampled_from([RESOURCE_CPU, RESOURCE_MEMORY, "gpu", "ephemeral-storage"]),
+)
+def test_requests_computed_when_the_pod_is_built_are_what_the_container_walk_gives(
+    containers: list[ContainerInfo], init_containers: list[ContainerInfo], resource: str
+) -> None:
+    pod = PodInfo(name="web", containers=tuple(containers), init_containers=tuple(init_containers))
+    try:
+        walked: int | str = calculate_pod_requests_from_containers(pod, "", resource=resource)
+    except ReplicaCalculationError as error:
+        walked = str(error)
+    try:
+        requested: int | str = calculate_pod_requests([pod], resource=resource)["web"]
+    except ReplicaCalculationError as error:
+        requested = str(error)
+    assert requested == walked
+    assert pod.container_requests_milli.get(resource, walked) == walked
 
 
 def test_pod_level_request_missing_for_resource_reports_upstream_error() -> None:

@@ -109,7 +109,7 @@ async def test_watch_delivers_adds_updates_and_deletes(
     assert recorder.calls == [("add", "new"), ("update", "p0"), ("delete", "p4")]
     p0 = informer.store.get_by_name("default", "p0")
     assert p0 is not None
-    assert p0.phase == "Failed"
+    assert p0.info.phase == "Failed"
     assert informer.store.get("default/p4") is None
     assert informer.resource_version == str(apiserver.resource_version)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 
+from hpa.core.conditions import ConditionStatus
+from hpa.core.replicas import GO_ZERO_TIME, PodCondition, PodPhase
 from hpa.core.selector import NOTHING
 from hpa.kube.records import (
     Interner,
@@ -69,30 +71,100 @@ POD = {
 def test_a_pod_keeps_what_the_replica_calculator_reads() -> None:
     pod = parse_pod(POD)
     assert (pod.namespace, pod.name, pod.resource_version) == ("prod", "web-1", "42")
-    assert pod.phase == "Running"
-    assert (pod.ready_status, pod.is_ready) == ("False", False)
-    assert pod.ready_last_transition_time == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
-    assert pod.start_time == datetime(2026, 1, 1, tzinfo=UTC)
-    assert pod.deletion_timestamp == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
-    assert [c.name for c in pod.containers] == ["app", "log"]
-    assert dict(pod.containers[0].requests) == {"cpu": "250m", "memory": "64Mi"}
-    assert dict(pod.containers[1].requests) == {}
-    assert [c.name for c in pod.restartable_init_containers] == ["sidecar"]
-    assert pod.pod_resources is not None
-    assert dict(pod.pod_resources.requests) == {"cpu": "1"}
+    info = pod.info
+    assert info.name == "web-1"
+    assert info.phase is PodPhase.RUNNING
+    assert info.ready_condition == PodCondition(
+        ConditionStatus.FALSE, datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+    )
+    assert not pod.is_ready
+    assert info.start_time == datetime(2026, 1, 1, tzinfo=UTC)
+    assert info.deletion_timestamp == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+    assert [c.name for c in info.containers] == ["app", "log"]
+    assert dict(info.containers[0].requests_milli) == {"cpu": 250, "memory": 64 * 2**20 * 1000}
+    assert dict(info.containers[1].requests_milli) == {}
+    assert [(c.name, c.restart_policy) for c in info.init_containers] == [
+        ("sidecar", "Always"),
+        ("migrate", None),
+    ]
+    assert info.pod_requests_milli == {"cpu": 1000}
+    assert info.overhead_milli is None
     assert pod.owner_references[0].kind == "ReplicaSet"
     assert pod.owner_references[0].controller
     assert pod.node_name == "kwok-1"
 
 
-def test_a_pod_without_status_is_pending_with_unknown_readiness() -> None:
+def test_a_pod_without_status_is_of_unknown_phase_without_readiness() -> None:
     pod = parse_pod({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []}})
-    assert (pod.phase, pod.ready_status, pod.start_time, pod.pod_resources) == (
-        "",
+    info = pod.info
+    assert (info.phase, info.ready_condition, info.start_time, info.pod_requests_milli) == (
+        PodPhase.UNKNOWN,
         None,
         None,
         None,
     )
+
+
+def test_unreadable_values_read_as_unset_or_unknown() -> None:
+    pod = parse_pod(
+        {
+            "metadata": {"name": "p", "namespace": "d"},
+            "spec": {
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "lots"}}}],
+                "overhead": {"cpu": "10m"},
+            },
+            "status": {"phase": "Sleeping", "conditions": [{"type": "Ready", "status": "?"}]},
+        }
+    )
+    assert pod.info.phase is PodPhase.UNKNOWN
+    assert pod.info.ready_condition == PodCondition(ConditionStatus.UNKNOWN, GO_ZERO_TIME)
+    assert dict(pod.info.containers[0].requests_milli) == {}
+    assert pod.info.overhead_milli == {"cpu": 10}
+
+
+def test_a_pod_record_becomes_what_the_calculator_reads() -> None:
+    record = parse_pod(
+        {
+            "metadata": {
+                "name": "web-0",
+                "namespace": "shop",
+                "labels": {"app": "web"},
+                "deletionTimestamp": "2026-01-01T00:10:00Z",
+            },
+            "spec": {
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}],
+                "initContainers": [
+                    {
+                        "name": "proxy",
+                        "restartPolicy": "Always",
+                        "resources": {"requests": {"cpu": "0.1", "memory": "64Mi"}},
+                    }
+                ],
+            },
+            "status": {
+                "phase": "Running",
+                "startTime": "2026-01-01T00:00:00Z",
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastTransitionTime": "2026-01-01T00:00:30Z",
+                    }
+                ],
+            },
+        }
+    )
+    info = record.info
+    assert record.labels == {"app": "web"}
+    assert info.phase is PodPhase.RUNNING
+    assert info.ready_condition is not None
+    assert info.ready_condition.status is ConditionStatus.TRUE
+    assert info.ready_condition.last_transition_time == datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
+    assert info.containers[0].requests_milli == {"cpu": 250}
+    assert info.init_containers[0].restart_policy == "Always"
+    assert info.init_containers[0].requests_milli == {"cpu": 100, "memory": 64 * 2**20 * 1000}
+    assert info.deletion_timestamp == datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
+    assert info.pod_requests_milli is None
 
 
 def test_a_workload_defaults_replicas_and_parses_its_selector() -> None:
@@ -173,11 +245,11 @@ def test_pods_of_one_template_share_their_labels_owners_and_containers() -> None
     assert (first.name, second.name) == ("web-1", "web-2")
     assert first.labels is second.labels
     assert first.owner_references is second.owner_references
-    assert first.containers is second.containers
-    assert first.start_time is second.start_time
+    assert first.info.containers is second.info.containers
+    assert first.info.start_time is second.info.start_time
     other = parse_pod(_template_pod("web-3", cpu="200m"))
-    assert other.containers[0].requests == {"cpu": "200m"}
-    assert first.containers[0].requests == {"cpu": "100m"}, "a shared value never changes"
+    assert other.info.containers[0].requests_milli == {"cpu": 200}
+    assert first.info.containers[0].requests_milli == {"cpu": 100}, "shared values never change"
 
 
 def test_the_interner_is_bounded_and_values_outlive_a_reset() -> None:
