@@ -107,7 +107,10 @@ _PAGES = {tuple(page.value.split("/")): page for page in Page}
 
 
 def route(info: RequestInfo) -> Target | None:
-    """The target of a parsed request, or None (404)."""
+    """The target of a parsed request, or None (404). A path with an empty segment (``//``)
+    names nothing."""
+    if "" in info.segments:
+        return None
     attributes = info.attributes
     if not attributes.is_resource_request:
         return _non_resource(info.segments)

@@ -103,6 +103,26 @@ async def test_paths_with_more_than_one_reading_are_400(raw: str) -> None:
     assert h.authorizer.asked == []
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        CUSTOM + "///m",
+        CUSTOM + "/namespaces//pods/a/m",
+        CUSTOM + "/namespaces/x//a/m",
+        EXTERNAL + "/namespaces//lag",
+        "/apis/metrics.k8s.io/v1beta1/namespaces//pods",
+    ],
+)
+async def test_an_empty_segment_names_nothing(path: str) -> None:
+    """Found by the property below: ``…/v1beta1///m`` was routed as a custom metric of the
+    resource ``""``."""
+    async with serve() as h:
+        response = await h.client.get(URL(path, encoded=True), headers=ALICE)
+    assert response.status == 404
+    assert h.providers.custom.calls == []
+    assert h.providers.external.calls == []
+
+
 async def test_percent_encoded_ordinary_characters_are_decoded_once() -> None:
     authorizer = GrantAuthorizer(grants={("get", "custom.metrics.k8s.io", "x", "pods", "web-1")})
     async with serve(authorizer=authorizer) as h:  # type: ignore[arg-type]
