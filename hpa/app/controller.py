@@ -43,10 +43,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import os
-import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -60,6 +58,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
+from hpa.app.signals import StopSignals
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.api_ports import (
     InformerHPALister,
@@ -545,19 +544,7 @@ async def _run(settings: ControllerAppSettings) -> int:
         registry=registry,
         metrics_factory=source.factory if source is not None else None,
     )
-    main_task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    stopping = False
-
-    def stop() -> None:
-        nonlocal stopping
-        stopping = True
-        if main_task is not None:
-            main_task.cancel()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop)
+    signals = StopSignals()
     log.info(
         "controller_starting",
         dry_run=settings.horizontal.dry_run,
@@ -573,7 +560,7 @@ async def _run(settings: ControllerAppSettings) -> int:
             lost_lease = True
             log.error("controller_lost_lease", error=str(group.exceptions[0]))
     except asyncio.CancelledError:
-        if not stopping:
+        if not signals.requested:
             raise
         log.info("controller_stopped")
     finally:

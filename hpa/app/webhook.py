@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import os
-import signal
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from adapter.server.cli import configure_logging
+from hpa.app.signals import StopSignals
 from hpa.controllers.conversion import hpa_from_dict
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HorizontalScaler, HpaAwareness
@@ -308,24 +307,12 @@ async def _run(settings: AdmissionSettings) -> int:
         registry=registry,
     )
     app = build_app(settings, client, clock=clock, registry=registry)
-    main_task = asyncio.current_task()
-    stopping = False
-
-    def stop() -> None:
-        nonlocal stopping
-        stopping = True
-        if main_task is not None:
-            main_task.cancel()
-
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop)
+    signals = StopSignals()
     log.info("admission_starting", port=settings.port, address=settings.address)
     try:
         await app.run()
     except asyncio.CancelledError:
-        if not stopping:
+        if not signals.requested:
             raise
         log.info("admission_stopped")
     finally:

@@ -31,6 +31,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from hpa.api.meta import Status
 from hpa.webhook.handler import AdmissionHandler, Kind, Outcome
 from hpa.webhook.review import ReviewError, parse_review
 
@@ -61,16 +62,10 @@ class WebhookMetrics:
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    return web.Response(body=orjson.dumps(body), status=code, content_type="application/json")
+    body = Status(
+        kind="Status", api_version="v1", status="Failure", message=message, reason=reason, code=code
+    )
+    return web.Response(body=body.to_json(), status=code, content_type="application/json")
 
 
 def build_webhook_app(handler: AdmissionHandler, *, metrics: WebhookMetrics) -> web.Application:
