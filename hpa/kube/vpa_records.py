@@ -23,6 +23,7 @@ from hpa.api.vpa import (
     recommendation_to_core,
     resources_to_core,
 )
+from hpa.core.vpa.amount import Resources
 from hpa.core.vpa.limitrange import LimitRangeEntry
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.policy import PodResourcePolicy
@@ -101,7 +102,7 @@ class LimitRangeRecord:
     entries: tuple[LimitRangeEntry, ...]
 
 
-def _limits(value: Any) -> Any:
+def _limits(value: Any) -> Resources | None:
     return None if value is None else resources_to_core(value)
 
 

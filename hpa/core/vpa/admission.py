@@ -47,6 +47,7 @@ from hpa.core.vpa.recommender import RecommendedContainerResources
 
 __all__ = [
     "OBSERVED_CONTAINERS_ANNOTATION",
+    "OBSERVED_CONTAINERS_SEPARATOR",
     "RESOURCE_UPDATES_ANNOTATION",
     "AdmissionContainer",
     "ContainerResources",
@@ -60,6 +61,8 @@ __all__ = [
 
 RESOURCE_UPDATES_ANNOTATION = "vpaUpdates"
 OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
+OBSERVED_CONTAINERS_SEPARATOR = ", "
+"""``vpaObservedContainers`` lists the pod's containers joined by this (``listSeparator``)."""
 _RESOURCES = (ResourceName.CPU, ResourceName.MEMORY)
 
 PatchOperation = dict[str, Any]
@@ -279,7 +282,10 @@ def admission_patches(
         )
     )
     patches.append(
-        _annotation(OBSERVED_CONTAINERS_ANNOTATION, ", ".join(c.name for c in containers))
+        _annotation(
+            OBSERVED_CONTAINERS_ANNOTATION,
+            OBSERVED_CONTAINERS_SEPARATOR.join(c.name for c in containers),
+        )
     )
     return patches
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hpa.core.vpa.aggregation import AggregateContainerState, CheckpointStatus
-from hpa.core.vpa.cluster import ClusterState, VpaId, VpaState
+from hpa.core.vpa.cluster import FETCHING_HISTORY, ClusterState, VpaId, VpaState
 from hpa.core.vpa.gomath import sub_ns
 
 __all__ = [
@@ -31,8 +31,6 @@ __all__ = [
     "orphaned_checkpoints",
     "vpas_to_checkpoint",
 ]
-
-FETCHING_HISTORY = "FetchingHistory"
 
 
 def checkpoint_name(vpa_name: str, container_name: str) -> str:

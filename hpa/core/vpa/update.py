@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from hpa.core.names import is_dns1123_label
+from hpa.core.vpa.admission import OBSERVED_CONTAINERS_SEPARATOR
 
 __all__ = [
-    "OBSERVED_CONTAINERS_ANNOTATION",
     "ContainerRecommendation",
     "ContainerStatus",
     "EvictionRestriction",
@@ -61,8 +61,6 @@ __all__ = [
     "sorted_for_update",
 ]
 
-OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
-_LIST_SEPARATOR = ", "
 
 ResourceMilli = Mapping[str, int]
 """Amounts per resource name, in milli-units (``Quantity.MilliValue``)."""
@@ -160,7 +158,7 @@ def parse_observed_containers(pod: UpdatePod) -> frozenset[str] | None:
         return None
     if value == "":
         return frozenset()
-    names = value.split(_LIST_SEPARATOR)
+    names = value.split(OBSERVED_CONTAINERS_SEPARATOR)
     if any(is_dns1123_label(name) for name in names):
         return None
     return frozenset(names)
