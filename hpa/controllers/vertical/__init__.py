@@ -1,0 +1,1 @@
+"""The vertical autoscaler's control loops (``hpa vpa recommender``, ``hpa vpa updater``)."""
