@@ -16,7 +16,16 @@ from typing import Protocol
 
 from hpa.core.vpa.cluster import PodId
 
-__all__ = ["HistoryError", "HistoryProvider", "OomRecord", "PodHistory", "UsageSample"]
+__all__ = [
+    "ContainerMetricsSnapshot",
+    "ContainerMetricsSource",
+    "HistoryError",
+    "HistoryProvider",
+    "MetricsSourceError",
+    "OomRecord",
+    "PodHistory",
+    "UsageSample",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +69,27 @@ class HistoryProvider(Protocol):
     """``HistoryProvider.GetClusterHistory``."""
 
     async def get_cluster_history(self) -> Mapping[PodId, PodHistory]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerMetricsSnapshot:
+    """``ContainerMetricsSnapshot`` of upstream's ``pkg/recommender/input/metrics``: one container's
+    usage over ``[snapshot_time_ns - window_ns, snapshot_time_ns]`` as ``metrics.k8s.io`` reports
+    it. ``usage`` maps ``cpu`` to millicores and ``memory`` to bytes (working set)."""
+
+    pod_id: PodId
+    container: str
+    snapshot_time_ns: int
+    window_ns: int
+    usage: Mapping[str, int]
+
+
+class MetricsSourceError(Exception):
+    """Live container metrics could not be read; the message names the source and the cause."""
+
+
+class ContainerMetricsSource(Protocol):
+    """``MetricsClient.GetContainersMetrics``: every container's latest usage (all namespaces, or
+    the one the recommender is limited to)."""
+
+    async def containers_metrics(self) -> Sequence[ContainerMetricsSnapshot]: ...
