@@ -4,6 +4,9 @@ Upstream counterparts: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 ``pkg/recommender/input/history/history_provider.go`` (``PodHistory``, ``HistoryProvider``) and
 ``pkg/recommender/model/types.go`` (``ContainerUsageSample``).
 
+``ContainerMetricsSnapshot`` and ``MetricsSourceError`` are defined in ``hpa.core.vpa.usage`` (the
+sources below the controllers build them) and re-exported here.
+
 Amounts are integers in the model's units: millicores for ``cpu``, bytes for ``memory``. Time is
 integer nanoseconds since the Unix epoch.
 """
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hpa.core.vpa.cluster import PodId
+from hpa.core.vpa.usage import ContainerMetricsSnapshot, MetricsSourceError
 
 __all__ = [
     "ContainerMetricsSnapshot",
@@ -69,23 +73,6 @@ class HistoryProvider(Protocol):
     """``HistoryProvider.GetClusterHistory``."""
 
     async def get_cluster_history(self) -> Mapping[PodId, PodHistory]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerMetricsSnapshot:
-    """``ContainerMetricsSnapshot`` of upstream's ``pkg/recommender/input/metrics``: one container's
-    usage over ``[snapshot_time_ns - window_ns, snapshot_time_ns]`` as ``metrics.k8s.io`` reports
-    it. ``usage`` maps ``cpu`` to millicores and ``memory`` to bytes (working set)."""
-
-    pod_id: PodId
-    container: str
-    snapshot_time_ns: int
-    window_ns: int
-    usage: Mapping[str, int]
-
-
-class MetricsSourceError(Exception):
-    """Live container metrics could not be read; the message names the source and the cause."""
 
 
 class ContainerMetricsSource(Protocol):
