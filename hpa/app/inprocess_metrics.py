@@ -36,6 +36,13 @@ The Prometheus connection and rule file come from the adapter's own settings and
 ``adapter.server.settings.Settings``), so ``hpa adapter`` and ``hpa controller
 --metrics-source=inprocess`` read one configuration the same way.
 
+The VPA recommender's live samples come the same way (:class:`InProcessContainerSource`, the
+``ContainerMetricsSource`` port of ``hpa.controllers.vertical.ports``): the pods the recommender
+knows (its pod informer) -> ``resource.get_pod_metrics`` -> one snapshot per container, shaped as
+``hpa.metrics.containers`` shapes a ``metrics.k8s.io`` list (cpu ``MilliValue()``, memory
+``Value()``, the timestamp in whole seconds as ``metav1.Time`` carries it, the rule's window), so
+the recommender cannot tell the two sources apart either.
+
 Deliberate deviations: the rule file is read once at start (``hpa adapter`` reloads it on change
 and SIGHUP); a custom or external metric requested before the first relist succeeded waits for it
 (within the controller's per-metric deadline) instead of answering "not found" from an empty index.
@@ -44,7 +51,7 @@ and SIGHUP); a custom or external metric requested before the first relist succe
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,11 +67,13 @@ from adapter.providers import (
     custom_metric_request,
 )
 from adapter.providers.ports import PrometheusQuerier
-from adapter.rules import load_rules
+from adapter.providers.resource import ResourceMetricsProvider
+from adapter.rules import ResourceQueries, StaticRESTMapper, load_rules
 from adapter.rules.mapper import guess_plural
 from adapter.server.cli import prometheus_connection
 from adapter.server.settings import Settings as AdapterSettings
 from adapter.server.settings import parse_header
+from hpa.api.vpa import time_to_ns
 from hpa.controllers.ports import MetricsClient, PodLister
 from hpa.core.decision import (
     ExternalMetricObservation,
@@ -76,15 +85,20 @@ from hpa.core.duration import parse_duration_seconds
 from hpa.core.replicas import PodMetric
 from hpa.core.selector import parse_selector
 from hpa.core.spec import CrossVersionObjectReference
+from hpa.core.vpa.cluster import PodId
+from hpa.core.vpa.usage import ContainerMetricsSnapshot, MetricsSourceError
+from hpa.metrics.containers import METRICS_API
 from hpa.metrics.custom import DEFAULT_METRIC_WINDOW_SECONDS
 
 __all__ = [
     "METRICS_SOURCES",
     "ControllerPodNames",
+    "InProcessContainerSource",
     "InProcessMetricsClient",
     "InProcessMetricsSource",
     "add_flags",
     "open_source",
+    "resource_provider",
     "settings_from_args",
 ]
 
@@ -258,6 +272,81 @@ class InProcessMetricsClient:
             values_milli=tuple(value.value.milli_value() for value in values),
             timestamp=values[0].timestamp,
         )
+
+
+# --------------------------------------------------------- the VPA recommender's samples
+
+
+class InProcessContainerSource:
+    """``ContainerMetricsSource`` answered by ``adapter``'s resource-metrics provider in this
+    process (see the module). ``pods`` lists the pods the recommender knows; ``namespace`` and
+    ``ignored_namespaces`` are ``--vpa-object-namespace`` and
+    ``--ignored-vpa-object-namespaces``. Without ``resourceRules`` (``resource`` None) every call
+    fails as a cluster without ``metrics.k8s.io`` does."""
+
+    def __init__(
+        self,
+        resource: ResourceMetricsProvider | None,
+        *,
+        pods: Callable[[], Iterable[PodId]],
+        namespace: str = "",
+        ignored_namespaces: Collection[str] = (),
+    ) -> None:
+        self._resource = resource
+        self._pods = pods
+        self._namespace = namespace
+        self._ignored = frozenset(ignored_namespaces)
+
+    async def containers_metrics(self) -> Sequence[ContainerMetricsSnapshot]:
+        """``GetContainersMetrics``: every known container's latest usage."""
+        if self._resource is None:
+            raise MetricsSourceError(f"cannot list pods.{METRICS_API}: {NO_RESOURCE_METRICS}")
+        wanted = [
+            (pod.namespace, pod.pod_name)
+            for pod in self._pods()
+            if (not self._namespace or pod.namespace == self._namespace)
+            and pod.namespace not in self._ignored
+        ]
+        try:
+            usages = await self._resource.get_pod_metrics(wanted)
+        except ProviderError as error:
+            log.info("inprocess_metric_error", api=RESOURCE_API, detail=error.detail)
+            raise MetricsSourceError(f"cannot list pods.{METRICS_API}: {error.message}") from error
+        snapshots: list[ContainerMetricsSnapshot] = []
+        for usage in usages:
+            pod_id = PodId(usage.namespace, usage.name)
+            # metav1.Time carries whole seconds: the API's answer would have this time
+            snapshot_time_ns = time_to_ns(usage.timestamp.replace(microsecond=0))
+            window_ns = usage.window_milliseconds * 1_000_000
+            snapshots.extend(
+                ContainerMetricsSnapshot(
+                    pod_id=pod_id,
+                    container=container.name,
+                    snapshot_time_ns=snapshot_time_ns,
+                    window_ns=window_ns,
+                    usage={"cpu": container.cpu.milli_value(), "memory": container.memory.value()},
+                )
+                for container in usage.containers
+            )
+        return snapshots
+
+
+def resource_provider(
+    settings: AdapterSettings, querier: PrometheusQuerier
+) -> ResourceMetricsProvider | None:
+    """The resource-metrics provider of the rule file's ``resourceRules`` (None without them)."""
+    source = str(settings.config)
+    config = load_rules(settings.config.read_text(), source=source)
+    if config.resource_rules is None:
+        return None
+    queries = ResourceQueries.from_config(
+        config.resource_rules, StaticRESTMapper.builtin(), source=source
+    )
+    return ResourceMetricsProvider(
+        querier,
+        queries,
+        settings=ValueSettings(query_timeout_seconds=settings.prometheus_query_timeout_seconds),
+    )
 
 
 # ------------------------------------------------------------------------- the source
