@@ -38,11 +38,13 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusTimeoutError
+from adapter.prometheus.client import BaseURL
 from adapter.providers.ports import PrometheusQuerier
 from adapter.rules import parse_duration_milliseconds
 from adapter.server.cli import prometheus_connection
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
+from hpa.controllers.settings import _switch as switch
 from hpa.controllers.vertical.history import (
     PrometheusHistoryConfig,
     PrometheusHistoryProvider,
@@ -97,14 +99,6 @@ def _prometheus_duration(text: str) -> str:
     if milliseconds <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration")
     return text
-
-
-def _switch(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes", "on"):
-        return True
-    if text.lower() in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -190,7 +184,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--history-oom",
-        type=_switch,
+        type=switch,
         default=d.oom_history,
         metavar="BOOL",
         help="read OOM kills from kube-state-metrics (default true)",
@@ -215,17 +209,7 @@ def settings_from_args(args: argparse.Namespace, *, namespace: str = "") -> Hist
     ``--vpa-object-namespace`` (the recommender's flag). ``ValueError`` on a bad connection."""
     if args.storage != "prometheus":
         return None
-    connection = AdapterSettings(
-        config=args.config if args.config is not None else Path("config.yaml"),
-        prometheus_url=args.prometheus_url,
-        prometheus_auth_config=args.prometheus_auth_config,
-        prometheus_ca_file=args.prometheus_ca_file,
-        prometheus_token_file=args.prometheus_token_file,
-        prometheus_client_tls_cert_file=args.prometheus_client_tls_cert_file,
-        prometheus_client_tls_key_file=args.prometheus_client_tls_key_file,
-        prometheus_headers=tuple(args.prometheus_header),
-        prometheus_query_timeout_seconds=args.prometheus_query_timeout,
-    )
+    connection = inprocess_metrics.connection_settings_from_args(args, config=args.config)
     config = PrometheusHistoryConfig(
         history_length_seconds=parse_duration_milliseconds(args.history_length) / 1000,
         history_resolution=args.history_resolution,
@@ -339,12 +323,11 @@ async def open_history_provider(
 
 
 def _display_url(url: str) -> str:
-    """The URL without credentials (``user:password@`` dropped)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    """The URL as the Prometheus client's messages show it (without credentials)."""
+    try:
+        return BaseURL.parse(url).display
+    except ValueError:
         return url
-    host, slash, path = rest.partition("/")
-    return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
 
 
 # ------------------------------------------------------------------ the live source

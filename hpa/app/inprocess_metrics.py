@@ -97,6 +97,7 @@ __all__ = [
     "InProcessMetricsClient",
     "InProcessMetricsSource",
     "add_flags",
+    "connection_settings_from_args",
     "open_source",
     "resource_provider",
     "settings_from_args",
@@ -445,8 +446,17 @@ def settings_from_args(args: argparse.Namespace) -> AdapterSettings:
         load_rules(args.config.read_text(), source=str(args.config))  # RuleConfigError: ValueError
     except OSError as error:
         raise ValueError(f"cannot read --config {args.config}: {error}") from error
+    return connection_settings_from_args(args, config=args.config)
+
+
+def connection_settings_from_args(
+    args: argparse.Namespace, *, config: Path | None = None
+) -> AdapterSettings:
+    """``adapter.server.settings.Settings`` from the flags of :func:`add_flags`, without checking
+    ``--config``: the Prometheus connection (read by ``adapter.server.cli.prometheus_connection``)
+    for every user of it, the in-process source and the VPA's history alike."""
     return AdapterSettings(
-        config=args.config,
+        config=config if config is not None else Path("config.yaml"),
         prometheus_url=args.prometheus_url,
         prometheus_auth_config=args.prometheus_auth_config,
         prometheus_ca_file=args.prometheus_ca_file,

@@ -24,30 +24,10 @@ from hpa.metrics.containers import MetricsApiContainerSource
 from tests.fakes.clock import EPOCH, FakeClock
 from tests.fakes.metrics import FakeJsonGetter
 from tests.fakes.prometheus import FakePrometheus, FakeSample
+from tests.hpa.app.test_inprocess_metrics import RULES
 
 EVAL_SECONDS = 1_800_000_000.0
-RESOURCE_RULES = """
-resourceRules:
-  cpu:
-    containerQuery: 'sum(rate(cpu_total{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(rate(node_cpu_total{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  memory:
-    containerQuery: 'sum(memory_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(node_memory_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  window: 30s
-"""
+RESOURCE_RULES = "resourceRules:" + RULES.split("resourceRules:")[1]
 
 
 def parser() -> argparse.ArgumentParser:
