@@ -244,6 +244,13 @@ class PrometheusHistoryProvider:
             except HistoryError as error:
                 raise HistoryError(f"cannot read OOM history: {error}") from error
             self._read_ooms(res, ooms, requests)
+        log.info(
+            "history_read",
+            pods=len(res),
+            containers=sum(len(h.samples) for h in res.values()),
+            samples=sum(len(s) for h in res.values() for s in h.samples.values()),
+            ooms=sum(len(h.ooms) for h in res.values()),
+        )
         return {
             pod_id: PodHistory(
                 last_labels=history.last_labels,
