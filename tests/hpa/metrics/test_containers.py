@@ -200,3 +200,10 @@ async def test_an_api_nobody_serves_is_a_one_line_error_naming_it() -> None:
             MetricsSourceError, match=r"^cannot list pods\.metrics\.k8s\.io/v1beta1"
         ):
             await MetricsApiContainerSource(client).containers_metrics()
+
+
+def test_the_port_re_exports_the_snapshot_the_sources_build() -> None:
+    from hpa.controllers.vertical import ports
+
+    assert ports.ContainerMetricsSnapshot is ContainerMetricsSnapshot
+    assert ports.MetricsSourceError is MetricsSourceError
