@@ -47,8 +47,8 @@ from tests.e2e.vpa_admission_cases import (
     compare,
     limit_ranges,
     patch_of,
-    pod_review,
     pod_reviews,
+    probe_review,
     spelling_differences,
     upstream_panics,
     vpa_reviews,
@@ -61,6 +61,7 @@ from tests.e2e.vpa_lab import (
     ready,
     start_ours,
     start_upstream,
+    write_vpa_statuses,
 )
 from tests.lab import vpa_upstream
 from tests.lab.lab import Lab
@@ -99,24 +100,6 @@ def _owners(lab: Lab, workloads: list[Workload]) -> dict[str, tuple[str, str]] |
     return owners if keys <= owners.keys() else None
 
 
-def _write_statuses(lab: Lab, vpas: list[Vpa]) -> None:
-    for vpa in vpas:
-        status = vpa.status()
-        if status is None:
-            continue
-        lab.kubectl(
-            "patch",
-            "verticalpodautoscaler",
-            vpa.name,
-            "-n",
-            vpa.workload.namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": status}),
-        )
-
-
 def _both_patch(probe: dict[str, Any], clients: tuple[ReviewClient, ReviewClient]) -> bool:
     """Both webhooks patch the probe pod's requests: their caches hold the VPAs (with status),
     the workloads and the LimitRanges."""
@@ -139,7 +122,7 @@ def differential(lab: Lab) -> Iterator[Differential]:
     ]
     lab.apply(namespaces)
     lab.apply([*limit_ranges(), *(w.manifest() for w in workloads), *(v.manifest() for v in vpas)])
-    _write_statuses(lab, vpas)
+    write_vpa_statuses(lab, vpas)
     owners: dict[str, tuple[str, str]] = {}
 
     def have_owners() -> bool:
@@ -153,28 +136,7 @@ def differential(lab: Lab) -> Iterator[Differential]:
     ours_hook = start_ours(lab, OURS, pair, lease_name="hpa-vpa-admission-diff")
     clients = (ReviewClient(lab, upstream_hook.port), ReviewClient(lab, ours_hook.port))
     hamster = workloads[0]
-    probe = pod_review(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "generateName": "probe-",
-                "namespace": hamster.namespace,
-                "labels": hamster.labels,
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": owners[f"{hamster.namespace}/{hamster.name}"][0],
-                        "name": owners[f"{hamster.namespace}/{hamster.name}"][1],
-                        "uid": "00000000-0000-0000-0000-00000000beef",
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {"containers": [{"name": "hamster", "image": "x"}]},
-        },
-        "probe",
-    )
+    probe = probe_review(hamster, owners[f"{hamster.namespace}/{hamster.name}"])
     lab.wait_for(lambda: ready(ours_hook), what="hpa vpa admission /readyz")
     lab.wait_for(lambda: _both_patch(probe, clients), what="both webhooks patch the probe pod")
     try:

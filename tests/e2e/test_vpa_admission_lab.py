@@ -27,7 +27,13 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller_lab import report
-from tests.e2e.vpa_admission_cases import pod_review
+from tests.e2e.vpa_admission_cases import (
+    Vpa,
+    Workload,
+    container,
+    container_recommendation,
+    probe_review,
+)
 from tests.e2e.vpa_lab import (
     ReviewClient,
     Webhook,
@@ -35,6 +41,7 @@ from tests.e2e.vpa_lab import (
     loopback_certificate,
     ready,
     start_ours,
+    write_vpa_statuses,
 )
 from tests.lab.lab import Lab
 
@@ -57,50 +64,23 @@ class WebhookLab:
     timings: dict[str, float]
 
 
-def _deployment() -> dict[str, Any]:
-    labels = {"app": "web"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "registry.k8s.io/pause:3.10",
-                            "resources": {
-                                "requests": {"cpu": "100m", "memory": "64Mi"},
-                                "limits": {"cpu": "200m", "memory": "128Mi"},
-                            },
-                        }
-                    ]
-                },
-            },
-        },
-    }
-
-
-def _vpa() -> dict[str, Any]:
-    return {
-        "apiVersion": "autoscaling.k8s.io/v1",
-        "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": "web-vpa", "namespace": NAMESPACE},
-        "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "updatePolicy": {"updateMode": "Recreate"},
-            "resourcePolicy": {
-                "containerPolicies": [{"containerName": "*", "maxAllowed": {"cpu": "1"}}]
-            },
-        },
-    }
-
-
 RECOMMENDATION = {"cpu": "250m", "memory": "256Mi"}
+WEB = Workload(
+    "web",
+    NAMESPACE,
+    (container("app", {"cpu": "100m", "memory": "64Mi"}, {"cpu": "200m", "memory": "128Mi"}),),
+)
+WEB_VPA = Vpa(
+    "web-vpa",
+    WEB,
+    {
+        "updatePolicy": {"updateMode": "Recreate"},
+        "resourcePolicy": {
+            "containerPolicies": [{"containerName": "*", "maxAllowed": {"cpu": "1"}}]
+        },
+    },
+    (container_recommendation("app", RECOMMENDATION),),
+)
 
 
 def _configuration(lab: Lab, port: int) -> dict[str, Any]:
@@ -145,31 +125,6 @@ def _replica_set(lab: Lab) -> str | None:
     return str(items[0]["metadata"]["name"]) if items else None
 
 
-def _probe(lab: Lab, replica_set: str) -> dict[str, Any]:
-    return pod_review(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "generateName": f"{replica_set}-",
-                "namespace": NAMESPACE,
-                "labels": {"app": "web"},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "ReplicaSet",
-                        "name": replica_set,
-                        "uid": "00000000-0000-0000-0000-00000000beef",
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {"containers": [{"name": "app", "image": "x"}]},
-        },
-        "probe",
-    )
-
-
 @pytest.fixture(scope="module")
 def webhook_lab(lab: Lab) -> Iterator[WebhookLab]:
     started = time.monotonic()
@@ -182,15 +137,8 @@ def webhook_lab(lab: Lab) -> Iterator[WebhookLab]:
         }
         for name in (NAMESPACE, WEBHOOK_NAMESPACE)
     ]
-    lab.apply([*namespaces, _deployment(), _vpa()])
-    status = {"recommendation": {"containerRecommendations": [
-        {"containerName": "app", "target": RECOMMENDATION, "lowerBound": RECOMMENDATION,
-         "upperBound": RECOMMENDATION, "uncappedTarget": RECOMMENDATION}
-    ]}}  # fmt: skip
-    lab.kubectl(
-        "patch", "verticalpodautoscaler", "web-vpa", "-n", NAMESPACE,
-        "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+    lab.apply([*namespaces, WEB.manifest(), WEB_VPA.manifest()])
+    write_vpa_statuses(lab, [WEB_VPA])
     found: list[str] = []
 
     def replica_set_exists() -> bool:
@@ -214,7 +162,7 @@ def webhook_lab(lab: Lab) -> Iterator[WebhookLab]:
     webhook = start_ours(lab, COMPONENT, pair, lease_name="hpa-vpa-admission-lab")
     lab.wait_for(lambda: ready(webhook), what="hpa vpa admission /readyz")
     client = ReviewClient(lab, webhook.port)
-    probe = _probe(lab, found[0])
+    probe = probe_review(WEB, ("ReplicaSet", found[0]))
     lab.wait_for(
         lambda: bool(((client.try_post(probe) or {}).get("response") or {}).get("patch")),
         what="the webhook patches a probe pod of web",

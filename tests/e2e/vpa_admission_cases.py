@@ -27,7 +27,9 @@ from typing import Any
 
 from hpa.core.quantity import QuantityError, parse_quantity
 from hpa.core.vpa.admission import RESOURCE_UPDATES_ANNOTATION, apply_patch
+from hpa.webhook.handler import VPA_GROUP
 from tests.hpa.api.data import VPA_DATA, load_yaml_documents
+from tests.hpa.webhook.reviews import review
 
 CAPPED = "vpa-diff"
 """The namespace with LimitRanges."""
@@ -101,7 +103,8 @@ class Vpa:
         return {"recommendation": {"containerRecommendations": list(self.recommendation)}}
 
 
-def _container(name: str, requests: Obj | None = None, limits: Obj | None = None) -> Obj:
+def container(name: str, requests: Obj | None = None, limits: Obj | None = None) -> Obj:
+    """A pause container with these requests and limits (an absent one is left out)."""
     resources: Obj = {}
     if requests is not None:
         resources["requests"] = requests
@@ -110,7 +113,7 @@ def _container(name: str, requests: Obj | None = None, limits: Obj | None = None
     return {"name": name, "image": "registry.k8s.io/pause:3.10", "resources": resources}
 
 
-def _recommendation(
+def container_recommendation(
     container: str, target: Obj, *, lower: Obj | None = None, upper: Obj | None = None
 ) -> Obj:
     return {
@@ -138,7 +141,7 @@ def _example(file_name: str, kind: str) -> Obj:
 def _example_workload(file_name: str, namespace: str) -> Workload:
     deployment = _example(file_name, "Deployment")
     containers = tuple(
-        _container(c["name"], c.get("resources", {}).get("requests"))
+        container(c["name"], c.get("resources", {}).get("requests"))
         for c in deployment["spec"]["template"]["spec"]["containers"]
     )
     return Workload(deployment["metadata"]["name"], namespace, containers)
@@ -153,31 +156,31 @@ def _example_spec(file_name: str) -> tuple[str, Obj]:
 def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
     hamster = _example_workload("hamster.yaml", CAPPED)
     redis = _example_workload("redis.yaml", CAPPED)
-    frontend = Workload("frontend", CAPPED, (_container("web", {"cpu": "200m"}),))
-    cache = Workload("cache", CAPPED, (_container("redis", {"memory": "256Mi"}),))
-    api = Workload("api", CAPPED, (_container("api", {"cpu": "100m"}, {"cpu": "300m"}),))
+    frontend = Workload("frontend", CAPPED, (container("web", {"cpu": "200m"}),))
+    cache = Workload("cache", CAPPED, (container("redis", {"memory": "256Mi"}),))
+    api = Workload("api", CAPPED, (container("api", {"cpu": "100m"}, {"cpu": "300m"}),))
     worker = Workload(
         "worker",
         CAPPED,
         (
-            _container("worker", {"cpu": "250m", "memory": "128Mi"}, {"memory": "256Mi"}),
-            _container("sidecar", {"cpu": "10m"}),
+            container("worker", {"cpu": "250m", "memory": "128Mi"}, {"memory": "256Mi"}),
+            container("sidecar", {"cpu": "10m"}),
         ),
     )
-    batch = Workload("batch", OPEN, (_container("batch", {"cpu": "1"}),))
-    gateway = Workload("gateway", OPEN, (_container("gateway"),))
-    queue = Workload("queue", OPEN, (_container("queue", {"cpu": "50m"}),))
+    batch = Workload("batch", OPEN, (container("batch", {"cpu": "1"}),))
+    gateway = Workload("gateway", OPEN, (container("gateway"),))
+    queue = Workload("queue", OPEN, (container("queue", {"cpu": "50m"}),))
     shop = Workload(
         "shop",
         OPEN,
-        (_container("app", {"cpu": "300m", "memory": "300Mi"}), _container("log", {"cpu": "5m"})),
+        (container("app", {"cpu": "300m", "memory": "300Mi"}), container("log", {"cpu": "5m"})),
     )
-    db = Workload("db", OPEN, (_container("db", {"memory": "1Gi"}),), kind="StatefulSet")
-    duo = Workload("duo", OPEN, (_container("duo", {"cpu": "100m"}),))
+    db = Workload("db", OPEN, (container("db", {"memory": "1Gi"}),), kind="StatefulSet")
+    duo = Workload("duo", OPEN, (container("duo", {"cpu": "100m"}),))
     edge = Workload(
         "edge",
         OPEN,
-        (_container("edge", {"cpu": "10m", "memory": "20Mi"}, {"cpu": "30m", "memory": "50Mi"}),),
+        (container("edge", {"cpu": "10m", "memory": "20Mi"}, {"cpu": "30m", "memory": "50Mi"}),),
     )
     hamster_name, hamster_spec = _example_spec("hamster.yaml")
     redis_name, redis_spec = _example_spec("redis.yaml")
@@ -187,7 +190,7 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
             hamster,
             hamster_spec,
             (
-                _recommendation(
+                container_recommendation(
                     "hamster",
                     {"cpu": "587m", "memory": "262144k"},
                     lower={"cpu": "100m", "memory": "50Mi"},
@@ -199,13 +202,13 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
             redis_name,
             redis,
             {**redis_spec, **_mode("Recreate")},
-            (_recommendation("master", {"cpu": "1500m", "memory": "3Gi"}),),
+            (container_recommendation("master", {"cpu": "1500m", "memory": "3Gi"}),),
         ),
         Vpa(
             "frontend-vpa",
             frontend,
             _mode("Off"),
-            (_recommendation("web", {"cpu": "350m", "memory": "100Mi"}),),
+            (container_recommendation("web", {"cpu": "350m", "memory": "100Mi"}),),
         ),
         Vpa(
             "cache-vpa",
@@ -214,7 +217,7 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                 **_mode("Initial"),
                 **_policies({"containerName": "*", "controlledResources": ["memory"]}),
             },
-            (_recommendation("redis", {"cpu": "120m", "memory": "400M"}),),
+            (container_recommendation("redis", {"cpu": "120m", "memory": "400M"}),),
         ),
         Vpa(
             "api-vpa",
@@ -229,7 +232,7 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                     }
                 ),
             },
-            (_recommendation("api", {"cpu": "150m", "memory": "90Mi"}),),
+            (container_recommendation("api", {"cpu": "150m", "memory": "90Mi"}),),
         ),
         Vpa(
             "worker-vpa",
@@ -246,8 +249,8 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                 ),
             },
             (
-                _recommendation("worker", {"cpu": "700m", "memory": "1500Mi"}),
-                _recommendation("sidecar", {"cpu": "40m", "memory": "30Mi"}),
+                container_recommendation("worker", {"cpu": "700m", "memory": "1500Mi"}),
+                container_recommendation("sidecar", {"cpu": "40m", "memory": "30Mi"}),
             ),
         ),
         Vpa(
@@ -264,13 +267,13 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                     }
                 ),
             },
-            (_recommendation("batch", {"cpu": "2", "memory": "2Gi"}),),
+            (container_recommendation("batch", {"cpu": "2", "memory": "2Gi"}),),
         ),
         Vpa(
             "gateway-vpa",
             gateway,
             _mode("Recreate"),
-            (_recommendation("other", {"cpu": "100m", "memory": "100Mi"}),),
+            (container_recommendation("other", {"cpu": "100m", "memory": "100Mi"}),),
         ),
         Vpa("queue-vpa", queue, _mode("Recreate"), None),
         Vpa(
@@ -285,22 +288,22 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                 },
             ),
             (
-                _recommendation("app", {"cpu": "450m", "memory": "50Mi"}),
-                _recommendation("log", {"cpu": "250m", "memory": "32Mi"}),
+                container_recommendation("app", {"cpu": "450m", "memory": "50Mi"}),
+                container_recommendation("log", {"cpu": "250m", "memory": "32Mi"}),
             ),
         ),
         Vpa(
             "db-vpa",
             db,
             _mode("Recreate"),
-            (_recommendation("db", {"cpu": "333m", "memory": "1.5Gi"}),),
+            (container_recommendation("db", {"cpu": "333m", "memory": "1.5Gi"}),),
         ),
-        Vpa("duo-off", duo, _mode("Off"), (_recommendation("duo", {"cpu": "900m"}),)),
+        Vpa("duo-off", duo, _mode("Off"), (container_recommendation("duo", {"cpu": "900m"}),)),
         Vpa(
             "duo-auto",
             duo,
             _mode("Recreate"),
-            (_recommendation("duo", {"cpu": "400m", "memory": "64Mi"}),),
+            (container_recommendation("duo", {"cpu": "400m", "memory": "64Mi"}),),
         ),
         Vpa(
             "edge-vpa",
@@ -309,7 +312,7 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
                 **_mode("InPlaceOrRecreate"),
                 **_policies({"containerName": "edge", "controlledValues": "RequestsAndLimits"}),
             },
-            (_recommendation("edge", {"cpu": "33m", "memory": "100M"}),),
+            (container_recommendation("edge", {"cpu": "33m", "memory": "100M"}),),
         ),
     ]
     workloads = [hamster, redis, frontend, cache, api, worker, batch, gateway, queue, shop, db]
@@ -318,7 +321,7 @@ def workloads_and_vpas() -> tuple[list[Workload], list[Vpa]]:
 
 def limit_ranges() -> list[Obj]:
     """Two LimitRanges in ``CAPPED`` (upstream merges every item of the namespace)."""
-    container = {
+    container_item = {
         "type": "Container",
         "max": {"cpu": "1200m", "memory": "1Gi"},
         "min": {"memory": "32Mi"},
@@ -332,7 +335,7 @@ def limit_ranges() -> list[Obj]:
             "metadata": {"name": name, "namespace": CAPPED},
             "spec": {"limits": [item]},
         }
-        for name, item in (("containers", container), ("pods", pod))
+        for name, item in (("containers", container_item), ("pods", pod))
     ]
 
 
@@ -376,13 +379,13 @@ def draw_pod(
     controlling owner (kind, name): the ReplicaSet of a Deployment, the StatefulSet itself."""
     containers = []
     for template in workload.containers:
-        container = copy.deepcopy(template)
-        container["resources"] = _resources(rng, template)
-        if not container["resources"] and rng.random() < 0.5:
-            del container["resources"]
-        containers.append(container)
+        drawn = copy.deepcopy(template)
+        drawn["resources"] = _resources(rng, template)
+        if not drawn["resources"] and rng.random() < 0.5:
+            del drawn["resources"]
+        containers.append(drawn)
     if rng.random() < 0.2:
-        containers.append(_container("istio-proxy", {"cpu": "10m", "memory": "40Mi"}))
+        containers.append(container("istio-proxy", {"cpu": "10m", "memory": "40Mi"}))
     if rng.random() < 0.1:
         rng.shuffle(containers)
     labels = dict(workload.labels)
@@ -416,52 +419,50 @@ def draw_pod(
 
 
 def pod_review(pod: Obj, uid: str) -> Obj:
-    group_version_kind = {"group": "", "version": "v1", "kind": "Pod"}
-    request = {
-        "uid": uid,
-        "kind": group_version_kind,
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": group_version_kind,
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": pod["metadata"]["namespace"],
-        "operation": "CREATE",
-        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
-        "object": pod,
-        "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-    }
-    if "name" in pod["metadata"]:
-        request["name"] = pod["metadata"]["name"]
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    metadata = pod["metadata"]
+    return review(pod, uid=uid, namespace=metadata["namespace"], name=metadata.get("name"))
 
 
 def vpa_review(vpa: Obj, uid: str, *, old: Obj | None = None) -> Obj:
-    group_version_kind = {
-        "group": "autoscaling.k8s.io",
-        "version": "v1",
-        "kind": "VerticalPodAutoscaler",
+    metadata = vpa["metadata"]
+    return review(
+        vpa,
+        uid=uid,
+        resource=(VPA_GROUP, "v1", "verticalpodautoscalers"),
+        kind="VerticalPodAutoscaler",
+        operation="CREATE" if old is None else "UPDATE",
+        old=old,
+        namespace=metadata["namespace"],
+        name=metadata["name"],
+        username="hpa-lab-admin",
+    )
+
+
+def probe_review(workload: Workload, owner: tuple[str, str]) -> Obj:
+    """A pod of ``workload`` with no resources: a webhook that knows the workload's VPA (with a
+    recommendation) patches its requests, so polling it tells when a webhook's caches are filled."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{owner[1]}-",
+            "namespace": workload.namespace,
+            "labels": workload.labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": owner[0],
+                    "name": owner[1],
+                    "uid": "00000000-0000-0000-0000-00000000beef",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "containers": [{"name": c["name"], "image": c["image"]} for c in workload.containers]
+        },
     }
-    resource = {
-        "group": "autoscaling.k8s.io",
-        "version": "v1",
-        "resource": "verticalpodautoscalers",
-    }
-    request = {
-        "uid": uid,
-        "kind": group_version_kind,
-        "resource": resource,
-        "requestKind": group_version_kind,
-        "requestResource": resource,
-        "name": vpa["metadata"]["name"],
-        "namespace": vpa["metadata"]["namespace"],
-        "operation": "CREATE" if old is None else "UPDATE",
-        "userInfo": {"username": "hpa-lab-admin"},
-        "object": vpa,
-        "dryRun": False,
-    }
-    if old is not None:
-        request["oldObject"] = old
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return pod_review(pod, "probe")
 
 
 def pod_reviews(

@@ -15,9 +15,11 @@ import ssl
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tests.e2e.vpa_admission_cases import Vpa
 from tests.hpa.api.data import VPA_DATA
 from tests.lab import vpa_upstream
 from tests.lab.controlplane import free_port
@@ -33,6 +35,25 @@ def install_vpa_crds(lab: Lab) -> None:
     """Upstream's ``deploy/vpa-v1-crd-gen.yaml`` (VPAs and checkpoints), once Established."""
     lab.kubectl("apply", "--server-side", "-f", str(VPA_DATA / "vpa-v1-crd-gen.yaml"))
     lab.kubectl("wait", "--for=condition=Established", f"crd/{VPA_CRD}", "--timeout=60s")
+
+
+def write_vpa_statuses(lab: Lab, vpas: Sequence[Vpa]) -> None:
+    """Each VPA's recommendation into its ``status`` subresource (as a recommender would)."""
+    for vpa in vpas:
+        status = vpa.status()
+        if status is None:
+            continue
+        lab.kubectl(
+            "patch",
+            "verticalpodautoscaler",
+            vpa.name,
+            "-n",
+            vpa.workload.namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": status}),
+        )
 
 
 def loopback_certificate(lab: Lab, name: str) -> KeyPair:
