@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections import Counter
 from typing import Any
@@ -15,6 +16,9 @@ from tests.e2e.vpa_admission_cases import (
     canonical_object,
     compare,
     pod_reviews,
+    probe_review,
+    spelling_differences,
+    upstream_panics,
     vpa_reviews,
     workloads_and_vpas,
 )
@@ -112,3 +116,45 @@ def test_compare_applies_each_patch_and_reads_quantities_and_updates_by_meaning(
 def test_canonical_object_leaves_what_is_not_a_quantity() -> None:
     pod = {"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}}
     assert canonical_object(pod) == pod
+
+
+def test_spelling_differences_name_what_tells_same_meaning_objects_apart() -> None:
+    pod = {"metadata": {"annotations": {}}, "spec": {"containers": [{"name": "a"}]}}
+    review = {"request": {"uid": "u", "object": pod}}
+    cpu = "/spec/containers/0/resources"
+    updates = "/metadata/annotations/vpaUpdates"
+
+    def answer(quantity: str, items: str) -> dict[str, Any]:
+        return _answer(
+            [
+                {"op": "add", "path": cpu, "value": {"requests": {"cpu": quantity}}},
+                {"op": "add", "path": updates, "value": f"Pod resources updated by v: {items}"},
+            ]
+        )
+
+    both = "container 0: cpu request, memory request"
+    swapped = "container 0: memory request, cpu request"
+    assert spelling_differences(compare(review, answer("0.5", both), answer("0.5", both))) == set()
+    assert spelling_differences(compare(review, answer("0.5", both), answer("500m", both))) == {
+        "quantities"
+    }
+    assert spelling_differences(compare(review, answer("1", both), answer("1", swapped))) == {
+        "vpaUpdates"
+    }
+
+
+def test_upstream_panics_for_owned_capped_pods_with_a_container_no_recommendation_names() -> None:
+    workloads, vpas = workloads_and_vpas()
+    hamster = next(w for w in workloads if w.name == "hamster")
+    gateway = next(w for w in workloads if w.name == "gateway")
+    owner = ("ReplicaSet", "hamster-5d8f9c")
+    plain = probe_review(hamster, owner)
+    with_sidecar = copy.deepcopy(plain)
+    with_sidecar["request"]["object"]["spec"]["containers"].append({"name": "istio-proxy"})
+    orphan = copy.deepcopy(with_sidecar)
+    del orphan["request"]["object"]["metadata"]["ownerReferences"]
+    open_namespace = probe_review(gateway, ("ReplicaSet", "gateway-1"))  # "other" only
+    assert not upstream_panics(plain, vpas)
+    assert upstream_panics(with_sidecar, vpas)
+    assert not upstream_panics(orphan, vpas)
+    assert not upstream_panics(open_namespace, vpas)
