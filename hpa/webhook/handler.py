@@ -6,7 +6,8 @@ Upstream counterparts: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 anything else is let through), ``resource/pod/handler.go`` (only ``v1`` pods; a pod without a
 matching VPA is let through unchanged; ``DisallowIncorrectObjects`` false: a pod is never refused)
 and ``resource/vpa/handler.go`` (a VPA that fails ``validateVPA`` is refused with the 422
-``Invalid`` status, with the options of ``getValidationOptionsForVPA``).
+``Invalid`` status, with the options of ``getValidationOptionsForVPA``; ``validateVPA``'s warnings
+are returned either way; a valid VPA without ``updatePolicy`` is patched to ``Recreate``).
 
 Extensions and deliberate deviations:
 
@@ -34,9 +35,10 @@ from hpa.api.validation import (
     invalid_status,
     validate_vertical_pod_autoscaler,
     vertical_validation_options,
+    warn_vertical_pod_autoscaler,
 )
 from hpa.api.vpa import VerticalPodAutoscaler
-from hpa.core.vpa.admission import admission_patches
+from hpa.core.vpa.admission import admission_patches, default_update_policy_patches
 from hpa.core.vpa.awareness import HorizontalConflict, HpaAwareness
 from hpa.core.vpa.capping import LimitRangeItem
 from hpa.core.vpa.policy import PodResourcePolicy
@@ -181,14 +183,24 @@ class AdmissionHandler:
             message = f"VerticalPodAutoscaler {name!r} cannot be read: {error.errors()[0]['msg']}"
             body = denied_response(request.uid, code=400, reason="BadRequest", message=message)
             return Answer(body, Outcome.DENIED, Kind.VPA)
-        errors = validate_vertical_pod_autoscaler(
-            vpa, options=vertical_validation_options(old, self._gates)
-        )
+        options = vertical_validation_options(old, self._gates)
+        errors = validate_vertical_pod_autoscaler(vpa, options=options)
+        warnings = warn_vertical_pod_autoscaler(vpa, options=options)
         if not errors:
-            return Answer(allowed_response(request.uid), Outcome.SKIPPED, Kind.VPA)
+            patches = default_update_policy_patches(
+                has_update_policy=vpa.spec.update_policy is not None
+            )
+            outcome = Outcome.APPLIED if patches else Outcome.SKIPPED
+            return Answer(
+                allowed_response(request.uid, patches, warnings=warnings), outcome, Kind.VPA
+            )
         status = invalid_status(errors, kind="VerticalPodAutoscaler", name=name, group=VPA_GROUP)
         body = denied_response(
-            request.uid, code=status.code or 422, reason=status.reason, message=status.message
+            request.uid,
+            code=status.code or 422,
+            reason=status.reason,
+            message=status.message,
+            warnings=warnings,
         )
         return Answer(body, Outcome.DENIED, Kind.VPA)
 

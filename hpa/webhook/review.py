@@ -230,7 +230,12 @@ def allowed_response(
     return _review(response)
 
 
-def denied_response(uid: str, *, code: int, reason: str, message: str) -> dict[str, Any]:
+def denied_response(
+    uid: str, *, code: int, reason: str, message: str, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
     """``allowed: false`` with a ``metav1.Status`` result."""
     status = {"status": "Failure", "message": message, "reason": reason, "code": code}
-    return _review({"uid": uid, "allowed": False, "status": status})
+    response: dict[str, Any] = {"uid": uid, "allowed": False, "status": status}
+    if warnings:
+        response["warnings"] = list(warnings)
+    return _review(response)

@@ -54,11 +54,11 @@ def cache_root() -> Path:
     return Path(os.environ.get("HPA_CACHE") or Path.home() / ".cache" / "hpa")
 
 
-def go_version(go: Path) -> str:
-    """The toolchain that will build the kube module (GOTOOLCHAIN may switch it)."""
+def go_version(go: Path, module_dir: Path = TOOLS_DIR / "kube") -> str:
+    """The toolchain that will build the module in `module_dir` (GOTOOLCHAIN may switch it)."""
     return subprocess.run(
         [str(go), "env", "GOVERSION"],
-        cwd=TOOLS_DIR / "kube",
+        cwd=module_dir,
         env=go_env(go),
         capture_output=True,
         text=True,

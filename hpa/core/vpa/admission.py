@@ -55,10 +55,13 @@ __all__ = [
     "admission_patches",
     "apply_patch",
     "containers_resources_for_pod",
+    "default_update_policy_patches",
     "escape_json_pointer",
     "resource_update_patches",
 ]
 
+DEFAULT_UPDATE_MODE = "Recreate"
+"""The mode written into a VPA created without ``updatePolicy`` (``Auto`` before v1.7)."""
 RESOURCE_UPDATES_ANNOTATION = "vpaUpdates"
 OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
 OBSERVED_CONTAINERS_SEPARATOR = ", "
@@ -288,6 +291,14 @@ def admission_patches(
         )
     )
     return patches
+
+
+def default_update_policy_patches(*, has_update_policy: bool) -> list[PatchOperation]:
+    """``resource/vpa/handler.go`` ``GetPatches``: a valid VPA without ``spec.updatePolicy`` gets
+    ``{updateMode: Recreate}`` (on create and update alike)."""
+    if has_update_policy:
+        return []
+    return [_add("/spec/updatePolicy", {"updateMode": DEFAULT_UPDATE_MODE})]
 
 
 def apply_patch(document: Mapping[str, Any], patches: Sequence[PatchOperation]) -> dict[str, Any]:

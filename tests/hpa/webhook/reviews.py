@@ -53,6 +53,9 @@ def review(
     kind: str = "Pod",
     operation: str = "CREATE",
     old: dict[str, Any] | None = None,
+    namespace: str = "shop",
+    name: str | None = None,
+    username: str = "system:serviceaccount:kube-system:replicaset-controller",
 ) -> dict[str, Any]:
     group, version, plural = resource
     request: dict[str, Any] = {
@@ -60,12 +63,15 @@ def review(
         "kind": {"group": group, "version": version, "kind": kind},
         "resource": {"group": group, "version": version, "resource": plural},
         "requestKind": {"group": group, "version": version, "kind": kind},
-        "namespace": "shop",
+        "requestResource": {"group": group, "version": version, "resource": plural},
+        "namespace": namespace,
         "operation": operation,
-        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+        "userInfo": {"username": username},
         "object": pod() if obj is None else obj,
         "dryRun": False,
     }
+    if name is not None:
+        request["name"] = name
     if old is not None:
         request["oldObject"] = old
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}

@@ -235,7 +235,44 @@ async def test_an_invalid_vpa_is_refused_with_the_invalid_status() -> None:
         'VerticalPodAutoscaler.autoscaling.k8s.io "web" is invalid: '
     )
     assert "Sometimes" in status["message"]
-    assert admitted["response"] == {"uid": "b5e2-1", "allowed": True}
+    assert admitted["response"]["allowed"] is True
+    assert "warnings" not in admitted["response"]
+
+
+async def test_a_vpa_without_update_policy_is_defaulted_to_recreate_as_upstream() -> None:
+    """``resource/vpa/handler.go``: the differential against upstream's admission-controller found
+    that upstream adds ``/spec/updatePolicy``; a VPA that has one is left alone."""
+    vpa_resource = ("autoscaling.k8s.io", "v1", "verticalpodautoscalers")
+    kind = "VerticalPodAutoscaler"
+    with_mode = vpa_object(updatePolicy={"updateMode": "Initial"})
+    async with webhook() as w:
+        bare = await w.post(review(vpa_object(), resource=vpa_resource, kind=kind))
+        updated = await w.post(
+            review(vpa_object(), resource=vpa_resource, kind=kind, operation="UPDATE",
+                   old=vpa_object())
+        )  # fmt: skip
+        kept = await w.post(review(with_mode, resource=vpa_resource, kind=kind))
+    expected = [{"op": "add", "path": "/spec/updatePolicy", "value": {"updateMode": "Recreate"}}]
+    for answer in (bare, updated):
+        assert answer["response"]["patchType"] == "JSONPatch"
+        assert orjson.loads(base64.b64decode(answer["response"]["patch"])) == expected
+    assert kept["response"] == {"uid": "b5e2-1", "allowed": True}
+
+
+async def test_vpa_warnings_are_returned_allowed_or_refused() -> None:
+    vpa_resource = ("autoscaling.k8s.io", "v1", "verticalpodautoscalers")
+    kind = "VerticalPodAutoscaler"
+    auto = vpa_object(updatePolicy={"updateMode": "Auto"})
+    auto_and_bad = vpa_object(
+        updatePolicy={"updateMode": "Auto", "minReplicas": 0},
+    )
+    async with webhook() as w:
+        allowed = await w.post(review(auto, resource=vpa_resource, kind=kind))
+        refused = await w.post(review(auto_and_bad, resource=vpa_resource, kind=kind))
+    for answer in (allowed, refused):
+        (warning,) = answer["response"]["warnings"]
+        assert warning.startswith('spec.updatePolicy: "Auto" mode is deprecated')
+    assert refused["response"]["allowed"] is False
 
 
 async def test_operations_endpoint() -> None:
