@@ -125,6 +125,7 @@ def start_adapter(
     rules: str = ADAPTER_RULES,
     relist_interval: str = "5s",
     kubeconfig: Path | None = None,
+    extra_flags: tuple[str, ...] = (),
 ) -> Component:
     """Start ``hpa adapter`` on the host end of the lab's veth pair and route the metrics
     APIServices to it; returns once every APIService is Available. ``kubeconfig`` (default: the
@@ -147,6 +148,7 @@ def start_adapter(
         f"--tls-private-key-file={key}",
         f"--kubeconfig={kubeconfig or lab.kubeconfig}",
         f"--metrics-relist-interval={relist_interval}",
+        *extra_flags,
     ]
     component = lab.group.start(ADAPTER_NAME, argv, cwd=REPO_ROOT)
     lab.apply(

@@ -1,4 +1,4 @@
-"""The session-scoped `lab` fixture for end-to-end tests (tests marked `e2e`).
+"""The session-scoped `lab` fixture for the tests that need the local lab (tests/e2e, tests/faults).
 
 One lab per test session: starting it costs tens of seconds, so tests share it and each works
 in its own namespace. When a test that used the lab fails, its report gets the tail of every

@@ -1,0 +1,60 @@
+"""The fault-injection scenarios of ``tests/faults`` at full length.
+
+Run::
+
+    .venv/bin/python -m bench.faults            # about 55 minutes in the lab
+
+It runs ``pytest tests/faults`` with ``HPA_FAULTS_LONG=1``, which sets the lengths of the
+reliability table in ``docs/reliability.md``: 20 % API faults for 10 minutes; Prometheus down for
+60 s while the load falls, 20 times, with a 0 s scale-down stabilization window; the leader
+paused (SIGSTOP past its 10 s Lease, then SIGCONT) 20 times. The scenarios, their invariants and
+their assertions are the tests' own (one implementation); this script only runs them and prints
+the figures each test reports. ``make test`` runs the short version (the same tests, two outages,
+one pause, 45 s of API faults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIGURE_PREFIXES = ("API faults at", "Prometheus outages", "leader paused")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.faults", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("-k", default="", help="run only the scenarios matching this pytest -k")
+    args = parser.parse_args(argv)
+    command = [sys.executable, "-m", "pytest", "tests/faults", "-p", "no:cacheprovider", "-v"]
+    if args.k:
+        command += ["-k", args.k]
+    started = time.monotonic()
+    result = subprocess.run(
+        command,
+        cwd=REPO,
+        env={**os.environ, "HPA_FAULTS_LONG": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    figures = [line for line in result.stdout.splitlines() if line.startswith(FIGURE_PREFIXES)]
+    outcome = [
+        line for line in result.stdout.splitlines() if " passed" in line or " failed" in line
+    ]
+    print(f"bench.faults: {time.monotonic() - started:.0f} s, exit {result.returncode}")
+    for line in figures + outcome[-1:]:
+        print(line)
+    if result.returncode != 0:
+        print(result.stdout[-6000:], file=sys.stderr)
+    return result.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

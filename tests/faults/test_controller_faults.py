@@ -1,0 +1,410 @@
+"""Fault injection against ``hpa controller`` in the lab (the short version; ``bench/faults.py``
+repeats the same scenarios longer).
+
+Three scenarios, each with its own controller processes, each checking invariants a user would
+notice, from kube-apiserver's audit log and watches of the Deployments and HPAs:
+
+- **API faults**: the controller reaches kube-apiserver through the fault proxy
+  (``tests/faults/proxy.py``) answering 20 % of the requests with 409, 429, 500, 503, 410 on
+  watches, or a closed connection, while the load steps up and down. No crash; every scale write
+  the API server accepted changed the replica count (no second write for one decision); once the
+  faults stop, the replicas are right within two syncs.
+- **Prometheus down while the load falls**, with the HPA's scale-down stabilization window at 0 s,
+  so only the controller's refusal to act on missing metrics prevents a scale-down: no
+  scale-down during the outage, ``ScalingActive=False`` within one sync, and the scale-down comes
+  once the metrics answer again (so the test could fail).
+- **Leader paused past its Lease** (SIGSTOP, then SIGCONT): a successor leads within 17 s and
+  scales; the paused leader makes no write after it resumes (the write fence).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.controller_lab import (
+    ApiReader,
+    AuditWrite,
+    ObjectWatch,
+    adapter_rules,
+    audit_writes,
+    component_log,
+    condition,
+    controller_kubeconfig,
+    deployment_manifest,
+    describe_hpas,
+    first_time,
+    hpa_manifest,
+    offered_load_metric,
+    replica_steps,
+    report,
+    start_adapter,
+    start_controller,
+    stop_adapter,
+)
+from tests.faults.proxy import FaultProxy
+from tests.lab.lab import Lab
+from tests.lab.load_model import WorkloadProfile
+from tests.lab.pki import issue_certificate
+from tests.lab.process import Component, LabError
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+NAMESPACE = "faults-controller"
+SYNC_SECONDS = 3.0
+PER_REPLICA_RPS = 10
+SLACK_SECONDS = 6.0
+"""Room for the exporter's gauge to reach Prometheus (scrape interval) and the adapter's read."""
+TIMEOUT_SECONDS = 60.0
+LONG = os.environ.get("HPA_FAULTS_LONG") == "1"
+"""``bench/faults.py`` sets it: the same scenarios, repeated as the reliability table states."""
+API_FAULT_RATE = 0.2
+API_FAULT_SECONDS = 600.0 if LONG else 45.0
+OUTAGES = 20 if LONG else 2
+OUTAGE_SECONDS = 60.0 if LONG else 4 * SYNC_SECONDS
+PAUSES = 20 if LONG else 1
+PAUSE_SECONDS = 15.0
+"""Longer than the Lease (10 s): the paused leader is deposed while it sleeps."""
+TAKEOVER_BOUND_SECONDS = 17.0
+NO_WINDOW = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+LEADER_FLAGS = [
+    "--leader-elect=true",
+    "--leader-elect-lease-duration=10s",
+    "--leader-elect-renew-deadline=7s",
+    "--leader-elect-retry-period=1s",
+    "--leader-elect-resource-namespace=kube-system",
+    "--leader-elect-resource-name=hpa-controller-faults",
+]
+
+
+def desired(rps: float, *, max_replicas: int) -> int:
+    return max(1, min(max_replicas, math.ceil(rps / PER_REPLICA_RPS)))
+
+
+@dataclass
+class Scene:
+    lab: Lab
+    reader: ApiReader
+    deployments: ObjectWatch
+    hpas: ObjectWatch
+    work: Path
+    started: list[Component] = field(default_factory=list)
+    proxies: list[FaultProxy] = field(default_factory=list)
+
+    def failure(self, message: str) -> str:
+        logs = "\n".join(component_log(c) for c in self.started)
+        return f"{message}\n{logs}\n{describe_hpas(self.lab, NAMESPACE)}"
+
+    def wait(
+        self, check: Callable[[], bool], *, what: str, timeout_seconds: float = TIMEOUT_SECONDS
+    ) -> None:
+        try:
+            self.lab.wait_for(
+                check, what=what, timeout_seconds=timeout_seconds, interval_seconds=0.2
+            )
+        except LabError as error:
+            raise AssertionError(self.failure(str(error).split("\n", 1)[0])) from error
+
+    def replicas(self, name: str) -> int:
+        latest = self.deployments.latest(name)
+        return int(latest["spec"]["replicas"]) if latest else -1
+
+    def hpa(self, name: str) -> dict[str, Any] | None:
+        return self.hpas.latest(name)
+
+    def workload(self, name: str, *, rps: float, max_replicas: int) -> None:
+        self.lab.add_workload(WorkloadProfile(NAMESPACE, name, {"app": name}), rps=rps)
+        self.lab.apply(
+            [
+                deployment_manifest(name, NAMESPACE, replicas=1),
+                hpa_manifest(
+                    name,
+                    NAMESPACE,
+                    min_replicas=1,
+                    max_replicas=max_replicas,
+                    metrics=[offered_load_metric(name, str(PER_REPLICA_RPS))],
+                    behavior=NO_WINDOW,
+                ),
+            ]
+        )
+
+    def end_all(self) -> None:
+        for component in self.started:
+            if component.name in self.lab.group.components:
+                self.lab.group.end(component.name)
+        self.started.clear()
+        for proxy in self.proxies:
+            proxy.stop()
+        self.proxies.clear()
+
+    def alive(self, component: Component) -> bool:
+        return component.process.poll() is None
+
+
+@pytest.fixture(scope="module")
+def scene(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    lab.kubectl("create", "namespace", NAMESPACE)
+    adapter = start_adapter(
+        lab,
+        tmp_path_factory.mktemp("faults-adapter"),
+        rules=adapter_rules(window_seconds=5),
+        relist_interval="2s",
+    )
+    reader = ApiReader(lab)
+    deployments = ObjectWatch(reader, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments").start()
+    hpas = ObjectWatch(
+        reader, f"/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers"
+    ).start()
+    s = Scene(lab, reader, deployments, hpas, tmp_path_factory.mktemp("faults"))
+    try:
+        yield s
+    finally:
+        s.end_all()
+        deployments.stop()
+        hpas.stop()
+        stop_adapter(lab, adapter)
+        lab.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+@pytest.fixture
+def fresh(scene: Scene) -> Iterator[Scene]:
+    """Each scenario starts its own controllers and ends them, so no controller of one scenario
+    acts on another's HPAs."""
+    try:
+        yield scene
+    finally:
+        scene.end_all()
+
+
+def _scale_writes(writes: list[AuditWrite], name: str) -> list[AuditWrite]:
+    return [
+        w
+        for w in writes
+        if w.resource == "deployments" and w.subresource == "scale" and w.name == name
+    ]
+
+
+def test_api_faults_lose_and_duplicate_no_scale_write(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s, lab, name, user = fresh, fresh.lab, "api-faults", "hpa-controller-faults"
+    client = issue_certificate(
+        lab.pki.ca,
+        lab.work_dir / "pki" / user,
+        common_name=user,
+        organizations=("system:masters",),
+        client=True,
+    )
+    proxy = FaultProxy(lab, user=user, client=client, work=s.work, seed=20)
+    s.proxies.append(proxy)
+    kubeconfig = proxy.start()
+    s.workload(name, rps=20, max_replicas=8)
+    controller = start_controller(
+        lab,
+        user,
+        kubeconfig=kubeconfig,
+        flags=[f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s"],
+    )
+    s.started.append(controller)
+    s.wait(lambda: s.replicas(name) == 2, what=f"{name} at 2 replicas before the faults")
+
+    started_wall = dt.datetime.now(dt.UTC)
+    started = time.monotonic()
+    proxy.set_rate(API_FAULT_RATE)
+    loads = [60, 30, 70, 10]
+    step = API_FAULT_SECONDS / len(loads)
+    for rps in loads:
+        lab.set_load(NAMESPACE, name, rps)
+        time.sleep(step)
+        assert s.alive(controller), s.failure("the controller exited under API faults")
+    proxy.set_rate(0.0)
+    cleared = time.monotonic()
+    final_rps = 40
+    lab.set_load(NAMESPACE, name, final_rps)
+    want = desired(final_rps, max_replicas=8)
+    s.wait(
+        lambda: s.replicas(name) == want,
+        what=f"{name} at {want} replicas after the faults cleared",
+        timeout_seconds=2 * SYNC_SECONDS + SLACK_SECONDS + 10,
+    )
+    settled = time.monotonic() - cleared
+    time.sleep(2 * SYNC_SECONDS)  # a late second write of the last decision would land here
+    changes = [
+        (round(t - started, 1), n) for t, n in replica_steps(s.deployments, name) if t >= started
+    ]
+    writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
+    accepted = [
+        w for w in _scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
+    ]
+    report(
+        capsys,
+        f"API faults at {API_FAULT_RATE:.0%} for {API_FAULT_SECONDS:g} s: "
+        f"proxy {proxy.describe()}; {len(accepted)} scale writes accepted for "
+        f"{len(changes)} replica changes {changes}; right ({want}) {settled:.1f} s after the "
+        "faults cleared",
+    )
+    injected = sum(proxy.injected.values())
+    assert injected >= 5, s.failure(f"too few faults injected: {proxy.describe()}")
+    assert len(proxy.injected) >= 3, s.failure(f"too few kinds of faults: {proxy.describe()}")
+    assert s.alive(controller), s.failure("the controller exited")
+    assert settled <= 2 * SYNC_SECONDS + SLACK_SECONDS, s.failure(
+        f"replicas right only {settled:.1f} s after the faults cleared"
+    )
+    # A /scale write that changes nothing does not change spec.replicas: every accepted write
+    # beyond the number of changes is a decision written twice.
+    assert len(accepted) == len(changes), s.failure(
+        f"{len(accepted)} accepted scale writes for {len(changes)} replica changes: {accepted}"
+    )
+
+
+def test_prometheus_down_while_load_falls_never_scales_down(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s, lab, name = fresh, fresh.lab, "prom-outage"
+    s.workload(name, rps=50, max_replicas=8)
+    controller = start_controller(
+        lab,
+        "hpa-controller-outage",
+        flags=[f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s"],
+    )
+    s.started.append(controller)
+    results = []
+    for round_ in range(OUTAGES):
+        lab.set_load(NAMESPACE, name, 50)
+        s.wait(lambda: s.replicas(name) == 5, what=f"{name} at 5 replicas (round {round_})")
+        s.wait(
+            lambda: condition(s.hpa(name), "ScalingActive")[0] == "True",
+            what="ScalingActive=True before the outage",
+        )
+        lab.prometheus.stop()
+        lab.set_load(NAMESPACE, name, 10)
+        stopped = time.monotonic()
+        s.wait(
+            lambda: condition(s.hpa(name), "ScalingActive")[0] == "False",
+            what="ScalingActive=False during the outage",
+            timeout_seconds=SYNC_SECONDS + SLACK_SECONDS,
+        )
+        inactive = first_time(
+            s.hpas, name, lambda hpa: condition(hpa, "ScalingActive")[0] == "False", after=stopped
+        )
+        remaining = OUTAGE_SECONDS - (time.monotonic() - stopped)
+        if remaining > 0:
+            time.sleep(remaining)
+        during = [n for t, n in replica_steps(s.deployments, name) if t >= stopped]
+        lab.prometheus.start()
+        restarted = time.monotonic()
+        s.wait(
+            lambda: s.replicas(name) == 1,
+            what=f"{name} scaling down to 1 once the metrics answer again",
+            timeout_seconds=45,
+        )
+        results.append(
+            {
+                "round": round_,
+                "inactive_after_s": None if inactive is None else round(inactive - stopped, 1),
+                "replicas_during_outage": during,
+                "down_after_restart_s": round(time.monotonic() - restarted, 1),
+            }
+        )
+        assert not [n for n in during if n < 5], s.failure(
+            f"scaled down during the outage: {during}"
+        )
+        assert inactive is not None, s.failure("never ScalingActive=False")
+        assert inactive - stopped <= SYNC_SECONDS + SLACK_SECONDS, s.failure(
+            f"ScalingActive=False only {inactive - stopped:.1f} s into the outage"
+        )
+    report(capsys, f"Prometheus outages with a 0 s scale-down window: {results}")
+    assert s.alive(controller), s.failure("the controller exited")
+
+
+def test_paused_leader_writes_nothing_after_it_resumes(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s, lab, name = fresh, fresh.lab, "paused-leader"
+    users = ("hpa-controller-p", "hpa-controller-q")
+    s.workload(name, rps=20, max_replicas=8)
+    flags = [f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s", *LEADER_FLAGS]
+    controllers = {
+        user: start_controller(lab, user, kubeconfig=controller_kubeconfig(lab, user), flags=flags)
+        for user in users
+    }
+    s.started.extend(controllers.values())
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hpa-controller-faults"
+
+    def holder() -> str:
+        lease = s.reader.try_get(lease_path) or {}
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+    def leader() -> str | None:
+        who = holder()
+        for user, component in controllers.items():
+            text = component.log_path.read_text(errors="replace")
+            if who and "lease_acquired" in text and who in text:
+                return user
+        return None
+
+    s.wait(lambda: leader() is not None, what="one replica to hold the Lease")
+    s.wait(lambda: s.replicas(name) == 2, what="the leader to scale to 2")
+    rounds = []
+    for round_ in range(PAUSES):
+        during, after = (50, 30) if round_ % 2 == 0 else (20, 40)
+        old = leader()
+        assert old is not None
+        new = next(user for user in users if user != old)
+        old_identity = holder()
+        paused = time.monotonic()
+        controllers[old].process.send_signal(signal.SIGSTOP)
+        try:
+            s.wait(
+                lambda: holder() not in ("", old_identity),  # noqa: B023 - called in this round
+                what="the other replica to take the Lease",
+                timeout_seconds=40,
+            )
+            takeover = time.monotonic() - paused
+            lab.set_load(NAMESPACE, name, during)
+            want = desired(during, max_replicas=8)
+            s.wait(lambda: s.replicas(name) == want, what=f"{new} to scale to {want}")  # noqa: B023
+            remaining = PAUSE_SECONDS - (time.monotonic() - paused)
+            if remaining > 0:
+                time.sleep(remaining)
+        finally:
+            controllers[old].process.send_signal(signal.SIGCONT)
+        resumed_wall = dt.datetime.now(dt.UTC)
+        resumed = time.monotonic()
+        lab.set_load(NAMESPACE, name, after)
+        want = desired(after, max_replicas=8)
+        s.wait(lambda: s.replicas(name) == want, what=f"{new} to scale to {want} after the resume")  # noqa: B023
+        time.sleep(3 * SYNC_SECONDS)  # the resumed replica's loops had time to try writing
+        writes = list(audit_writes(lab.control_plane.audit_log_path, users=set(users)))
+        late = [w for w in writes if w.user == old and w.received >= resumed_wall]
+        by_new = [w for w in writes if w.user == new and w.received >= resumed_wall]
+        running = s.alive(controllers[old])
+        rounds.append(
+            {
+                "paused": old,
+                "takeover_s": round(takeover, 1),
+                "resumed_after_s": round(resumed - paused, 1),
+                "late_writes": len(late),
+                "writes_by_successor": len(by_new),
+                "paused_replica": "running" if running else "exited",
+            }
+        )
+        assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(f"takeover after {takeover:.1f} s")
+        assert not late, s.failure(f"{old} wrote after it resumed: {[w.target for w in late]}")
+        assert _scale_writes(by_new, name), s.failure(f"{new} made no scale write after the resume")
+        if not running:  # a deposed replica that exits is restarted, as its Deployment would
+            lab.group.end(old)
+            controllers[old] = start_controller(
+                lab, old, kubeconfig=controller_kubeconfig(lab, old), flags=flags
+            )
+            s.started.append(controllers[old])
+    report(capsys, f"leader paused {PAUSE_SECONDS:g} s (Lease 10 s), {PAUSES} times: {rounds}")
