@@ -35,6 +35,7 @@ from hpa.api.meta import ListMeta, ObjectMeta, TypeMeta
 from hpa.api.types import Quantity, ResourceList, Time, quantity_of
 from hpa.core.vpa import aggregation as core_aggregation
 from hpa.core.vpa import amount as core_amount
+from hpa.core.vpa import cluster as core_cluster
 from hpa.core.vpa import histogram as core_histogram
 from hpa.core.vpa import policy as core_policy
 from hpa.core.vpa import recommender as core_recommender
@@ -62,6 +63,8 @@ __all__ = [
     "VerticalPodAutoscalerStatus",
     "checkpoint_status_from_core",
     "checkpoint_status_to_core",
+    "conditions_from_core",
+    "conditions_to_core",
     "histogram_checkpoint_from_core",
     "histogram_checkpoint_to_core",
     "pod_resource_policy_to_core",
@@ -69,6 +72,7 @@ __all__ = [
     "recommendation_to_core",
     "resources_from_core",
     "resources_to_core",
+    "status_from_core",
     "time_from_ns",
     "time_to_ns",
 ]
@@ -414,4 +418,51 @@ def recommendation_to_core(
             uncapped_target=resources_to_core(r.uncapped_target),
         )
         for r in recommendation.container_recommendations
+    )
+
+
+def conditions_to_core(
+    conditions: list[VerticalPodAutoscalerCondition],
+) -> tuple[core_cluster.VpaCondition, ...]:
+    """``status.conditions`` as the model keeps them (transition times in nanoseconds)."""
+    return tuple(
+        core_cluster.VpaCondition(
+            type=c.type,
+            status=c.status,
+            reason=c.reason,
+            message=c.message,
+            last_transition_time_ns=time_to_ns(c.last_transition_time),
+        )
+        for c in conditions
+    )
+
+
+def conditions_from_core(
+    conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
+) -> list[VerticalPodAutoscalerCondition]:
+    return [
+        VerticalPodAutoscalerCondition(
+            type=c.type,
+            status=c.status,
+            reason=c.reason,
+            message=c.message,
+            last_transition_time=time_from_ns(c.last_transition_time_ns),
+        )
+        for c in conditions
+    ]
+
+
+def status_from_core(
+    recommendation: tuple[core_recommender.RecommendedContainerResources, ...] | None,
+    conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
+    *,
+    observed_generation: int | None,
+) -> VerticalPodAutoscalerStatus:
+    """``Vpa.AsStatus``: the recommender's whole status of one VPA."""
+    return VerticalPodAutoscalerStatus(
+        observed_generation=observed_generation,
+        recommendation=None
+        if recommendation is None
+        else recommendation_from_core(core_recommender.RecommendedPodResources(recommendation)),
+        conditions=conditions_from_core(conditions),
     )
