@@ -26,6 +26,7 @@ Deliberate deviations: none.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import Field
 
@@ -65,6 +66,7 @@ __all__ = [
     "checkpoint_status_to_core",
     "conditions_from_core",
     "conditions_to_core",
+    "format_time_ns",
     "histogram_checkpoint_from_core",
     "histogram_checkpoint_to_core",
     "pod_resource_policy_to_core",
@@ -457,12 +459,47 @@ def status_from_core(
     conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
     *,
     observed_generation: int | None,
-) -> VerticalPodAutoscalerStatus:
-    """``Vpa.AsStatus``: the recommender's whole status of one VPA."""
-    return VerticalPodAutoscalerStatus(
-        observed_generation=observed_generation,
-        recommendation=None
-        if recommendation is None
-        else recommendation_from_core(core_recommender.RecommendedPodResources(recommendation)),
-        conditions=conditions_from_core(conditions),
-    )
+) -> dict[str, Any]:
+    """``Vpa.AsStatus``: the recommender's whole status of one VPA as the JSON of
+    :class:`VerticalPodAutoscalerStatus` (built directly: it is written for every VPA whose
+    recommendation moved, every pass)."""
+    status: dict[str, Any] = {}
+    if observed_generation is not None:
+        status["observedGeneration"] = observed_generation
+    if recommendation is not None:
+        status["recommendation"] = (
+            {
+                "containerRecommendations": [
+                    {
+                        "containerName": r.container_name,
+                        "target": resources_from_core(r.target),
+                        "lowerBound": resources_from_core(r.lower_bound),
+                        "upperBound": resources_from_core(r.upper_bound),
+                        "uncappedTarget": resources_from_core(r.uncapped_target),
+                    }
+                    for r in recommendation
+                ]
+            }
+            if recommendation
+            else {}
+        )
+    status["conditions"] = [
+        {
+            "type": c.type,
+            "status": c.status,
+            "lastTransitionTime": None
+            if c.last_transition_time_ns == ZERO_TIME_NS
+            else format_time_ns(c.last_transition_time_ns),
+            **({"reason": c.reason} if c.reason else {}),
+            **({"message": c.message} if c.message else {}),
+        }
+        for c in conditions
+    ]
+    return status
+
+
+def format_time_ns(value_ns: int) -> str:
+    """A ``metav1.Time`` in its wire form (whole seconds, ``Z``)."""
+    moment = time_from_ns(value_ns)
+    assert moment is not None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

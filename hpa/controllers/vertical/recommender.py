@@ -61,7 +61,7 @@ from hpa.core.vpa.checkpoints import (
     orphaned_checkpoints,
     vpas_to_checkpoint,
 )
-from hpa.core.vpa.cluster import PodId, VpaId, VpaState
+from hpa.core.vpa.cluster import PodId, VpaCondition, VpaId, VpaState
 from hpa.core.vpa.crane import CraneConfig
 from hpa.core.vpa.recommender import (
     PodResourceRecommender,
@@ -80,6 +80,7 @@ __all__ = [
     "RecommenderMetrics",
     "RecommenderSettings",
     "status_body",
+    "status_changed",
 ]
 
 log = structlog.get_logger("hpa.controllers.vertical.recommender")
@@ -236,14 +237,25 @@ def status_body(
     """The ``status`` the recommender writes (``Vpa.AsStatus``), as JSON."""
     return status_from_core(
         recommendation, list(conditions), observed_generation=observed_generation
-    ).to_dict()
+    )
 
 
-def _observed_status(record: VpaRecord) -> dict[str, Any]:
-    return status_body(
-        record.recommendation,
-        sorted(record.conditions, key=lambda c: c.type),
-        observed_generation=record.observed_generation,
+def _conditions_as_written(conditions: Sequence[VpaCondition]) -> list[tuple[Any, ...]]:
+    """Conditions as they read back after a write (transition times in whole seconds)."""
+    return sorted(
+        (c.type, c.status, c.reason, c.message, c.last_transition_time_ns // NANOSECONDS_PER_SECOND)
+        for c in conditions
+    )
+
+
+def status_changed(vpa: VpaState, record: VpaRecord) -> bool:
+    """Whether ``vpa``'s status differs from the observed one (``UpdateVpaStatusIfNeeded``'s
+    comparison, in the model's shape: the record was converted once, when it arrived)."""
+    return (
+        record.observed_generation != vpa.generation
+        or record.recommendation != vpa.recommendation
+        or _conditions_as_written(record.conditions)
+        != _conditions_as_written(vpa.conditions_list())
     )
 
 
@@ -420,11 +432,11 @@ class Recommender:
         if update.missing is not None:
             log.info("recommendation_missing", vpa=_name(vpa.id), message=update.missing)
         record = observed.record
+        if not status_changed(vpa, record):
+            return
         new = status_body(
             vpa.recommendation, vpa.conditions_list(), observed_generation=vpa.generation
         )
-        if new == _observed_status(record):
-            return
         await self.api.patch_vpa_status(record.namespace, record.name, new)
         self.status_writes += 1
 
