@@ -61,9 +61,9 @@ from hpa.app.leading import (
     add_leader_election_flags,
     build_elector,
     guarded,
+    run_role,
     run_while_leading,
 )
-from hpa.app.signals import StopSignals
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.api_ports import (
     InformerHPALister,
@@ -157,6 +157,16 @@ class ControllerAppSettings:
     """The adapter's rule file and Prometheus settings (``--config``, ``--prometheus-*``), set
     with ``--metrics-source=inprocess`` (:mod:`hpa.app.inprocess_metrics`)."""
 
+    def leader_flags(self) -> LeaderElectionFlags:
+        return LeaderElectionFlags(
+            leader_elect=self.leader_elect,
+            lease_duration_seconds=self.leader_elect_lease_duration_seconds,
+            renew_deadline_seconds=self.leader_elect_renew_deadline_seconds,
+            retry_period_seconds=self.leader_elect_retry_period_seconds,
+            resource_namespace=self.leader_elect_resource_namespace,
+            resource_name=self.leader_elect_resource_name,
+        )
+
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The role's flags: the controller's (upstream names) and the process's."""
@@ -166,17 +176,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("process")
     group.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig file")
     group.add_argument("--context", default=d.context, help="kubeconfig context")
-    add_leader_election_flags(
-        group,
-        LeaderElectionFlags(
-            leader_elect=d.leader_elect,
-            lease_duration_seconds=d.leader_elect_lease_duration_seconds,
-            renew_deadline_seconds=d.leader_elect_renew_deadline_seconds,
-            retry_period_seconds=d.leader_elect_retry_period_seconds,
-            resource_namespace=d.leader_elect_resource_namespace,
-            resource_name=d.leader_elect_resource_name,
-        ),
-    )
+    add_leader_election_flags(group, d.leader_flags())
     group.add_argument(
         "--bind-address", default=d.bind_address, help="HTTP endpoint address (default 0.0.0.0)"
     )
@@ -329,19 +329,7 @@ def build_app(
         )
         for kind, path in WORKLOAD_PATHS.items()
     }
-    elector = build_elector(
-        LeaderElectionFlags(
-            leader_elect=settings.leader_elect,
-            lease_duration_seconds=settings.leader_elect_lease_duration_seconds,
-            renew_deadline_seconds=settings.leader_elect_renew_deadline_seconds,
-            retry_period_seconds=settings.leader_elect_retry_period_seconds,
-            resource_namespace=settings.leader_elect_resource_namespace,
-            resource_name=settings.leader_elect_resource_name,
-        ),
-        client,
-        clock=clock,
-        identity=identity,
-    )
+    elector = build_elector(settings.leader_flags(), client, clock=clock, identity=identity)
     fence: Fence = elector if elector is not None else Unfenced()
     events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
     pods = InformerPodLister(pod_informer.store)
@@ -450,7 +438,6 @@ async def _run(settings: ControllerAppSettings) -> int:
         registry=registry,
         metrics_factory=source.factory if source is not None else None,
     )
-    signals = StopSignals()
     log.info(
         "controller_starting",
         dry_run=settings.horizontal.dry_run,
@@ -458,22 +445,12 @@ async def _run(settings: ControllerAppSettings) -> int:
         sync_period_seconds=settings.horizontal.sync_period_seconds,
         pid=os.getpid(),
     )
-    lost_lease = False
     try:
-        try:
-            await app.run()
-        except* LeaseLostError as group:
-            lost_lease = True
-            log.error("controller_lost_lease", error=str(group.exceptions[0]))
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("controller_stopped")
+        return await run_role("controller", app.run)
     finally:
         await aclose_quietly(client)
         if source is not None:
             await source.aclose()
-    return 1 if lost_lease else 0
 
 
 def main(args: argparse.Namespace) -> int:

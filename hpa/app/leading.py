@@ -13,14 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+import ssl
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from aiohttp import web
 
-from hpa.core.duration import DurationError, parse_duration_seconds
+from hpa.app.signals import StopSignals
+from hpa.controllers.settings import duration_flag, switch_flag
 from hpa.kube.client import KubeClient
 from hpa.kube.clock import Clock
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
@@ -30,11 +33,12 @@ __all__ = [
     "LeaseLostError",
     "add_leader_election_flags",
     "build_elector",
-    "duration_flag",
     "guarded",
     "leader_election_from_args",
+    "run_role",
+    "run_tasks",
     "run_while_leading",
-    "switch_flag",
+    "serve",
 ]
 
 log = structlog.get_logger("hpa.app.leading")
@@ -60,21 +64,6 @@ class LeaderElectionFlags:
     """``--leader-elect-resource-namespace``."""
     resource_name: str = ""
     """``--leader-elect-resource-name``: the Lease, one per role."""
-
-
-def duration_flag(text: str) -> float:
-    try:
-        return parse_duration_seconds(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def switch_flag(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes", "on"):
-        return True
-    if text.lower() in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_leader_election_flags(
@@ -210,3 +199,42 @@ async def guarded(name: str, job: Callable[[], Awaitable[None]], *, quiet: bool 
         raise
     if not quiet:
         log.warning("task_exited", task=name)
+
+
+async def serve(
+    app: web.Application, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None
+) -> None:
+    """Serve ``app`` on ``host:port`` (all interfaces when ``host`` is empty) until cancelled."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host or None, port, ssl_context=ssl_context)
+        await site.start()
+        log.info("listening", host=host or "*", port=port, tls=ssl_context is not None)
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+async def run_role(role: str, run: Callable[[], Awaitable[None]]) -> int:
+    """Run a role's ``run`` until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
+    signals = StopSignals()
+    lost_lease = False
+    try:
+        try:
+            await run()
+        except* LeaseLostError as group:
+            lost_lease = True
+            log.error(f"{role}_lost_lease", error=str(group.exceptions[0]))
+    except asyncio.CancelledError:
+        if not signals.requested:
+            raise
+        log.info(f"{role}_stopped")
+    return 1 if lost_lease else 0
+
+
+async def run_tasks(jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
+    """One ``TaskGroup`` running every named job under :func:`guarded`."""
+    async with asyncio.TaskGroup() as group:
+        for name, job in jobs:
+            group.create_task(guarded(name, job), name=name)

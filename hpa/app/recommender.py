@@ -38,20 +38,20 @@ from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
 from hpa.app.leading import (
     LeaderElectionFlags,
-    LeaseLostError,
     add_leader_election_flags,
     build_elector,
-    duration_flag,
-    guarded,
     leader_election_from_args,
+    run_role,
+    run_tasks,
     run_while_leading,
+    serve,
 )
-from hpa.app.signals import StopSignals
 from hpa.app.vertical_informers import (
     VerticalInformers,
     build_vertical_informers,
     scalers,
 )
+from hpa.controllers.settings import duration_flag
 from hpa.controllers.vertical.feeder import ClusterFeeder
 from hpa.controllers.vertical.ports import ContainerMetricsSource, HistoryProvider
 from hpa.controllers.vertical.recommender import Recommender, RecommenderSettings
@@ -243,24 +243,14 @@ class RecommenderApp:
 
     async def _serve(self) -> None:
         host, _, port = self.settings.address.rpartition(":")
-        runner = web.AppRunner(self.operations, access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, host or None, int(port))
-            await site.start()
-            log.info("listening", host=host or "*", port=int(port))
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
+        await serve(self.operations, host, int(port))
 
     async def run(self) -> None:
         jobs: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             (f"informer {informer.path}", informer.run) for informer in self.all_informers()
         ]
         jobs += [*self.metric_jobs, ("operations", self._serve), ("recommender", self.work)]
-        async with asyncio.TaskGroup() as group:
-            for name, job in jobs:
-                group.create_task(guarded(name, job), name=name)
+        await run_tasks(jobs)
 
 
 def build_app(
@@ -345,7 +335,6 @@ async def _run(
         history=history(settings, registry) if history is not None else None,
         metric_jobs=jobs,
     )
-    signals = StopSignals()
     log.info(
         "recommender_starting",
         address=settings.address,
@@ -354,20 +343,10 @@ async def _run(
         leader_elect=settings.leader.leader_elect,
         pid=os.getpid(),
     )
-    lost_lease = False
     try:
-        try:
-            await app.run()
-        except* LeaseLostError as group:
-            lost_lease = True
-            log.error("recommender_lost_lease", error=str(group.exceptions[0]))
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("recommender_stopped")
+        return await run_role("recommender", app.run)
     finally:
         await aclose_quietly(client)
-    return 1 if lost_lease else 0
 
 
 def main(

@@ -35,8 +35,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from adapter.server.cli import configure_logging
-from hpa.app.leading import guarded
-from hpa.app.signals import StopSignals
+from hpa.app.leading import run_role, run_tasks, serve
 from hpa.app.vertical_informers import build_vertical_informers, scalers
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HpaAwareness
@@ -159,27 +158,19 @@ class AdmissionApp:
     def ready(self) -> bool:
         return all(informer.has_synced() for informer in self.informers)
 
-    async def _serve(self, app: web.Application, host: str, port: int, *, tls: bool) -> None:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(
-                runner, host or None, port, ssl_context=self.certificates.context if tls else None
-            )
-            await site.start()
-            log.info("listening", host=host or "*", port=port, tls=tls)
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
-
     async def run(self) -> None:
         host, _, port = self.settings.address.rpartition(":")
         tasks: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             (f"informer {informer.path}", informer.run) for informer in self.informers
         ]
         tasks += [
-            ("webhook", lambda: self._serve(self.webhook, "", self.settings.port, tls=True)),
-            ("operations", lambda: self._serve(self.operations, host, int(port), tls=False)),
+            (
+                "webhook",
+                lambda: serve(
+                    self.webhook, "", self.settings.port, ssl_context=self.certificates.context
+                ),
+            ),
+            ("operations", lambda: serve(self.operations, host, int(port))),
             ("status lease", self.status_lease.run),
             (
                 "certificates",
@@ -188,9 +179,7 @@ class AdmissionApp:
                 ),
             ),
         ]
-        async with asyncio.TaskGroup() as group:
-            for name, run in tasks:
-                group.create_task(guarded(name, run), name=name)
+        await run_tasks(tasks)
 
 
 def build_app(
@@ -234,17 +223,11 @@ async def _run(settings: AdmissionSettings) -> int:
         registry=registry,
     )
     app = build_app(settings, client, clock=clock, registry=registry)
-    signals = StopSignals()
     log.info("admission_starting", port=settings.port, address=settings.address)
     try:
-        await app.run()
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("admission_stopped")
+        return await run_role("admission", app.run)
     finally:
         await aclose_quietly(client)
-    return 0
 
 
 def main(args: argparse.Namespace) -> int:
