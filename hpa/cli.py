@@ -65,8 +65,9 @@ def _add_adapter_command(commands: argparse._SubParsersAction[argparse.ArgumentP
 
 
 def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``hpa vpa admission``: the vertical autoscaler's parts (``hpa.app.webhook``)."""
-    from hpa.app import webhook
+    """``hpa vpa admission`` and ``hpa vpa recommender``: the vertical autoscaler's parts
+    (``hpa.app.webhook``, ``hpa.app.recommender``)."""
+    from hpa.app import recommender, webhook
 
     vpa = commands.add_parser(
         "vpa",
@@ -84,6 +85,16 @@ def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     webhook.add_flags(admission)
     admission.set_defaults(handler=webhook.main)
+    recommender_parser = parts.add_parser(
+        "recommender",
+        help="compute VPA recommendations from live usage, history and OOM kills",
+        description=(
+            "Run the VPA recommender: recommendations and conditions in each VPA's status, "
+            "checkpoints, aware of the HPAs (upstream flag names)."
+        ),
+    )
+    recommender.add_flags(recommender_parser)
+    recommender_parser.set_defaults(handler=recommender.main)
 
 
 def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

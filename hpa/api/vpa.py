@@ -26,6 +26,7 @@ Deliberate deviations: none.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import Field
 
@@ -35,6 +36,7 @@ from hpa.api.meta import ListMeta, ObjectMeta, TypeMeta
 from hpa.api.types import Quantity, ResourceList, Time, quantity_of
 from hpa.core.vpa import aggregation as core_aggregation
 from hpa.core.vpa import amount as core_amount
+from hpa.core.vpa import cluster as core_cluster
 from hpa.core.vpa import histogram as core_histogram
 from hpa.core.vpa import policy as core_policy
 from hpa.core.vpa import recommender as core_recommender
@@ -62,6 +64,9 @@ __all__ = [
     "VerticalPodAutoscalerStatus",
     "checkpoint_status_from_core",
     "checkpoint_status_to_core",
+    "conditions_from_core",
+    "conditions_to_core",
+    "format_time_ns",
     "histogram_checkpoint_from_core",
     "histogram_checkpoint_to_core",
     "pod_resource_policy_to_core",
@@ -69,6 +74,7 @@ __all__ = [
     "recommendation_to_core",
     "resources_from_core",
     "resources_to_core",
+    "status_from_core",
     "time_from_ns",
     "time_to_ns",
 ]
@@ -415,3 +421,85 @@ def recommendation_to_core(
         )
         for r in recommendation.container_recommendations
     )
+
+
+def conditions_to_core(
+    conditions: list[VerticalPodAutoscalerCondition],
+) -> tuple[core_cluster.VpaCondition, ...]:
+    """``status.conditions`` as the model keeps them (transition times in nanoseconds)."""
+    return tuple(
+        core_cluster.VpaCondition(
+            type=c.type,
+            status=c.status,
+            reason=c.reason,
+            message=c.message,
+            last_transition_time_ns=time_to_ns(c.last_transition_time),
+        )
+        for c in conditions
+    )
+
+
+def conditions_from_core(
+    conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
+) -> list[VerticalPodAutoscalerCondition]:
+    return [
+        VerticalPodAutoscalerCondition(
+            type=c.type,
+            status=c.status,
+            reason=c.reason,
+            message=c.message,
+            last_transition_time=time_from_ns(c.last_transition_time_ns),
+        )
+        for c in conditions
+    ]
+
+
+def status_from_core(
+    recommendation: tuple[core_recommender.RecommendedContainerResources, ...] | None,
+    conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
+    *,
+    observed_generation: int | None,
+) -> dict[str, Any]:
+    """``Vpa.AsStatus``: the recommender's whole status of one VPA as the JSON of
+    :class:`VerticalPodAutoscalerStatus` (built directly: it is written for every VPA whose
+    recommendation moved, every pass)."""
+    status: dict[str, Any] = {}
+    if observed_generation is not None:
+        status["observedGeneration"] = observed_generation
+    if recommendation is not None:
+        status["recommendation"] = (
+            {
+                "containerRecommendations": [
+                    {
+                        "containerName": r.container_name,
+                        "target": resources_from_core(r.target),
+                        "lowerBound": resources_from_core(r.lower_bound),
+                        "upperBound": resources_from_core(r.upper_bound),
+                        "uncappedTarget": resources_from_core(r.uncapped_target),
+                    }
+                    for r in recommendation
+                ]
+            }
+            if recommendation
+            else {}
+        )
+    status["conditions"] = [
+        {
+            "type": c.type,
+            "status": c.status,
+            "lastTransitionTime": None
+            if c.last_transition_time_ns == ZERO_TIME_NS
+            else format_time_ns(c.last_transition_time_ns),
+            **({"reason": c.reason} if c.reason else {}),
+            **({"message": c.message} if c.message else {}),
+        }
+        for c in conditions
+    ]
+    return status
+
+
+def format_time_ns(value_ns: int) -> str:
+    """A ``metav1.Time`` in its wire form (whole seconds, ``Z``)."""
+    moment = time_from_ns(value_ns)
+    assert moment is not None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

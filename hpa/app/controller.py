@@ -45,11 +45,8 @@ import argparse
 import asyncio
 import functools
 import os
-import socket
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from aiohttp import web
@@ -58,7 +55,15 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
-from hpa.app.signals import StopSignals
+from hpa.app.leading import (
+    LeaderElectionFlags,
+    LeaseLostError,
+    add_leader_election_flags,
+    build_elector,
+    guarded,
+    run_role,
+    run_while_leading,
+)
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.api_ports import (
     InformerHPALister,
@@ -72,7 +77,6 @@ from hpa.controllers.horizontal import HorizontalController
 from hpa.controllers.ports import MetricsClient, PodLister
 from hpa.controllers.queue import ItemExponentialFailureRateLimiter, QueueMetrics, WorkQueue
 from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.core.duration import DurationError, parse_duration_seconds
 from hpa.kube import scale as kube_scale
 from hpa.kube import status as kube_status
 from hpa.kube.client import (
@@ -86,7 +90,7 @@ from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.events import EventRecorder
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import EventHandler, Informer, wait_all_synced
-from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
+from hpa.kube.leader import LeaderElector
 from hpa.kube.records import (
     HpaRecord,
     PodRecord,
@@ -153,20 +157,15 @@ class ControllerAppSettings:
     """The adapter's rule file and Prometheus settings (``--config``, ``--prometheus-*``), set
     with ``--metrics-source=inprocess`` (:mod:`hpa.app.inprocess_metrics`)."""
 
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration_seconds(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def _switch(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes", "on"):
-        return True
-    if text.lower() in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    def leader_flags(self) -> LeaderElectionFlags:
+        return LeaderElectionFlags(
+            leader_elect=self.leader_elect,
+            lease_duration_seconds=self.leader_elect_lease_duration_seconds,
+            renew_deadline_seconds=self.leader_elect_renew_deadline_seconds,
+            retry_period_seconds=self.leader_elect_retry_period_seconds,
+            resource_namespace=self.leader_elect_resource_namespace,
+            resource_name=self.leader_elect_resource_name,
+        )
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -177,44 +176,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("process")
     group.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig file")
     group.add_argument("--context", default=d.context, help="kubeconfig context")
-    group.add_argument(
-        "--leader-elect",
-        type=_switch,
-        default=d.leader_elect,
-        metavar="BOOL",
-        help="act only while holding the Lease (default true)",
-    )
-    group.add_argument(
-        "--leader-elect-lease-duration",
-        type=_duration,
-        default=float(d.leader_elect_lease_duration_seconds),
-        metavar="DURATION",
-        help="Lease duration (default 15s)",
-    )
-    group.add_argument(
-        "--leader-elect-renew-deadline",
-        type=_duration,
-        default=d.leader_elect_renew_deadline_seconds,
-        metavar="DURATION",
-        help="how long the leader retries renewing before it stops (default 10s)",
-    )
-    group.add_argument(
-        "--leader-elect-retry-period",
-        type=_duration,
-        default=d.leader_elect_retry_period_seconds,
-        metavar="DURATION",
-        help="pause between Lease attempts (default 2s)",
-    )
-    group.add_argument(
-        "--leader-elect-resource-namespace",
-        default=d.leader_elect_resource_namespace,
-        help="namespace of the Lease (default kube-system)",
-    )
-    group.add_argument(
-        "--leader-elect-resource-name",
-        default=d.leader_elect_resource_name,
-        help="name of the Lease (default hpa-controller)",
-    )
+    add_leader_election_flags(group, d.leader_flags())
     group.add_argument(
         "--bind-address", default=d.bind_address, help="HTTP endpoint address (default 0.0.0.0)"
     )
@@ -246,10 +208,6 @@ def from_args(args: argparse.Namespace) -> ControllerAppSettings:
 # ---------------------------------------------------------------------------------- the app
 
 
-class LeaseLostError(Exception):
-    """The Lease was lost; the process ends (like kube-controller-manager)."""
-
-
 @dataclass(slots=True)
 class HorizontalControllerApp:
     """Everything ``hpa controller`` runs, built by :func:`build_app`."""
@@ -277,29 +235,11 @@ class HorizontalControllerApp:
         await wait_all_synced([self.hpa_informer, self.pod_informer])
         log.info("caches_synced", hpas=len(self.hpa_informer.store))
         concurrency = self.settings.horizontal.concurrent_syncs
-        if self.elector is None:
-            await self.queue.run(self.controller.reconcile, max_in_flight=concurrency)
-            return
-        election = asyncio.create_task(self.elector.run(), name="leader-election")
-        election.add_done_callback(_log_unexpected_exit)
-        try:
-            await _first_of(election, self.elector.leading.wait())
-            if election.done():
-                raise LeaseLostError("leader election ended before the Lease was acquired")
-            reconciling = asyncio.create_task(
-                self.queue.run(self.controller.reconcile, max_in_flight=concurrency),
-                name="horizontal-controller",
-            )
-            try:
-                await asyncio.wait({election, reconciling}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                reconciling.cancel()
-                await asyncio.gather(reconciling, return_exceptions=True)
-            if election.done():
-                raise LeaseLostError(f"{self.elector.settings.identity} lost the Lease")
-        finally:
-            election.cancel()
-            await asyncio.gather(election, return_exceptions=True)
+        await run_while_leading(
+            self.elector,
+            lambda: self.queue.run(self.controller.reconcile, max_in_flight=concurrency),
+            name="horizontal-controller",
+        )
 
     def http_app(self) -> web.Application:
         """``/metrics``, ``/healthz``, ``/readyz`` and ``/debug/hpa`` (the dry-run view)."""
@@ -357,37 +297,7 @@ class HorizontalControllerApp:
                 ("work", self.work),
             ]
             for name, job in jobs:
-                group.create_task(_guarded(name, job), name=name)
-
-
-async def _first_of(task: asyncio.Task[None], waiting: Coroutine[Any, Any, Any]) -> None:
-    other = asyncio.ensure_future(waiting)
-    try:
-        await asyncio.wait({task, other}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        other.cancel()
-        await asyncio.gather(other, return_exceptions=True)
-
-
-async def _guarded(name: str, job: Callable[[], Awaitable[None]]) -> None:
-    """Run ``job``; log an unexpected exit (returning or raising), never swallow cancellation."""
-    try:
-        await job()
-    except asyncio.CancelledError:
-        raise
-    except Exception as error:
-        log.error("task_failed", task=name, error=repr(error))
-        raise
-    if name not in ("http",):
-        log.warning("task_exited", task=name)
-
-
-def _log_unexpected_exit(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    if error is not None:
-        log.error("task_exited_unexpectedly", task=task.get_name(), error=repr(error))
+                group.create_task(guarded(name, job, quiet=name == "http"), name=name)
 
 
 def _annotations(record: HpaRecord) -> Mapping[str, str]:
@@ -419,24 +329,8 @@ def build_app(
         )
         for kind, path in WORKLOAD_PATHS.items()
     }
-    elector: LeaderElector | None = None
-    fence: Fence = Unfenced()
-    if settings.leader_elect:
-        elector = LeaderElector(
-            KubeLeaseStore(
-                client,
-                settings.leader_elect_resource_namespace,
-                settings.leader_elect_resource_name,
-            ),
-            LeaderElectionSettings(
-                identity=identity or f"{socket.gethostname()}_{uuid.uuid4()}",
-                lease_duration_seconds=settings.leader_elect_lease_duration_seconds,
-                renew_deadline_seconds=settings.leader_elect_renew_deadline_seconds,
-                retry_period_seconds=settings.leader_elect_retry_period_seconds,
-            ),
-            clock=clock,
-        )
-        fence = elector
+    elector = build_elector(settings.leader_flags(), client, clock=clock, identity=identity)
+    fence: Fence = elector if elector is not None else Unfenced()
     events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
     pods = InformerPodLister(pod_informer.store)
     metrics: MetricsClient = RESTMetricsClient(
@@ -544,7 +438,6 @@ async def _run(settings: ControllerAppSettings) -> int:
         registry=registry,
         metrics_factory=source.factory if source is not None else None,
     )
-    signals = StopSignals()
     log.info(
         "controller_starting",
         dry_run=settings.horizontal.dry_run,
@@ -552,22 +445,12 @@ async def _run(settings: ControllerAppSettings) -> int:
         sync_period_seconds=settings.horizontal.sync_period_seconds,
         pid=os.getpid(),
     )
-    lost_lease = False
     try:
-        try:
-            await app.run()
-        except* LeaseLostError as group:
-            lost_lease = True
-            log.error("controller_lost_lease", error=str(group.exceptions[0]))
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("controller_stopped")
+        return await run_role("controller", app.run)
     finally:
         await aclose_quietly(client)
         if source is not None:
             await source.aclose()
-    return 1 if lost_lease else 0
 
 
 def main(args: argparse.Namespace) -> int:

@@ -218,6 +218,62 @@ def _phase(value: Any) -> PodPhase:
         return PodPhase.UNKNOWN
 
 
+@dataclass(frozen=True, slots=True)
+class ContainerStatusInfo:
+    """One ``status.containerStatuses[]`` entry as the VPA recommender's OOM observer reads it:
+    the restart count, the current state (``running``, ``terminated``, ``waiting`` or ``""``) and
+    the reason and end of the current and the last termination."""
+
+    name: str
+    restart_count: int
+    state: str
+    terminated_reason: str = ""
+    terminated_finished_at: datetime | None = None
+    last_terminated_reason: str = ""
+    last_terminated_finished_at: datetime | None = None
+
+
+def _state(value: Any) -> tuple[str, str, Any]:
+    for kind in ("running", "terminated", "waiting"):
+        if isinstance(value, Mapping) and isinstance(value.get(kind), Mapping):
+            detail = value[kind]
+            return kind, str(detail.get("reason", "")), detail.get("finishedAt")
+    return "", "", None
+
+
+def _container_statuses(value: Any) -> tuple[ContainerStatusInfo, ...]:
+    """The pod's container statuses, shared by every pod with equal ones."""
+    if not value:
+        return ()
+    fields = tuple(
+        (
+            str(s.get("name", "")),
+            int(s.get("restartCount") or 0),
+            _state(s.get("state")),
+            _state(s.get("lastState")),
+        )
+        for s in value
+        if isinstance(s, Mapping)
+    )
+    return _SHARED.intern(
+        ("cs", fields),
+        lambda: tuple(
+            ContainerStatusInfo(
+                name=name,
+                restart_count=restarts,
+                state=state[0],
+                terminated_reason=state[1] if state[0] == "terminated" else "",
+                terminated_finished_at=parse_time(state[2]) if state[0] == "terminated" else None,
+                last_terminated_reason=last[1] if last[0] == "terminated" else "",
+                last_terminated_finished_at=parse_time(last[2])
+                if last[0] == "terminated"
+                else None,
+            )
+            for name, restarts, state, last in fields
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PodRecord:
     """A Pod as the informer keeps it: identity, labels and owners for stores and selectors, and
@@ -232,6 +288,8 @@ class PodRecord:
     resource_version: str = ""
     owner_references: tuple[OwnerReference, ...] = ()
     node_name: str = ""
+    container_statuses: tuple[ContainerStatusInfo, ...] = ()
+    """Read by the VPA recommender's OOM observer only (shared by value, so small)."""
 
     @property
     def is_ready(self) -> bool:
@@ -255,6 +313,7 @@ def parse_pod(data: Mapping[str, Any]) -> PodRecord:
         labels=_string_map(metadata.get("labels")),
         owner_references=_owner_references(metadata),
         node_name=_text(spec.get("nodeName", "")),
+        container_statuses=_container_statuses(status.get("containerStatuses")),
         info=PodInfo(
             name=name,
             phase=_phase(status.get("phase", "")),

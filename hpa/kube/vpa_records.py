@@ -19,11 +19,13 @@ from pydantic import ValidationError
 
 from hpa.api.vpa import (
     VerticalPodAutoscaler,
+    conditions_to_core,
     pod_resource_policy_to_core,
     recommendation_to_core,
     resources_to_core,
 )
 from hpa.core.vpa.amount import Resources
+from hpa.core.vpa.cluster import VpaCondition
 from hpa.core.vpa.limitrange import LimitRangeEntry
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.policy import PodResourcePolicy
@@ -48,6 +50,14 @@ class VpaRecord:
     policy: PodResourcePolicy | None
     recommendation: tuple[RecommendedContainerResources, ...] | None
     policy_error: str = field(default="", compare=False)
+    conditions: tuple[VpaCondition, ...] = ()
+    """``status.conditions`` (the recommender starts each pass from them, as upstream)."""
+    observed_generation: int | None = None
+    """``status.observedGeneration``."""
+    generation: int = 0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    api_version: str = "v1"
+    """The version of ``apiVersion`` (``v1``, ``v1beta2``): a label of the objects-count metric."""
 
 
 def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
@@ -90,6 +100,11 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         policy=policy,
         recommendation=recommendation,
         policy_error=policy_error,
+        conditions=conditions_to_core(status.conditions) if status is not None else (),
+        observed_generation=status.observed_generation if status is not None else None,
+        generation=metadata.generation or 0,
+        annotations=dict(metadata.annotations or {}),
+        api_version=(vpa.api_version or "autoscaling.k8s.io/v1").rpartition("/")[2],
     )
 
 

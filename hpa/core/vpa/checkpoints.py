@@ -59,7 +59,9 @@ def checkpoint_states(
 ) -> dict[str, CheckpointStatus]:
     """``buildAggregateContainerStateMap`` and ``SaveToCheckpoint`` for each container."""
     states = vpa.aggregate_state_by_container_name(cluster.config)
-    for pod in cluster.pods.values():
+    label_sets = {(key.namespace, key.label_set_key) for key in vpa.aggregate_container_states}
+    pods = [pod for ls in sorted(label_sets) for pod in cluster.pods_with_label_set(*ls)]
+    for pod in pods:
         for container_name, container in pod.containers.items():
             key = cluster.make_aggregate_state_key(pod, container_name)
             state = states.get(container_name)

@@ -255,8 +255,58 @@ class VpaState:
         self.update_mode = update_mode
 
 
+class _VpaIndex:
+    """The VPAs that may select a label set of a namespace: each VPA is filed under one
+    ``key=value`` term of its selector (a selector without one, under its namespace), so a label
+    set looks up only the VPAs filed under its own pairs. Answers in the order the VPAs were
+    added (upstream ranges over a map)."""
+
+    def __init__(self) -> None:
+        self._by_term: dict[tuple[str, str, str], dict[VpaId, VpaState]] = {}
+        self._by_namespace: dict[str, dict[VpaId, VpaState]] = {}
+        self._order: dict[VpaId, int] = {}
+        self._next = 0
+
+    def _slot(self, vpa: VpaState) -> dict[VpaId, VpaState] | None:
+        selector = vpa.pod_selector
+        if selector is None or selector.matches_nothing:
+            return None
+        terms = selector.equality_terms()
+        if not terms:
+            return self._by_namespace.setdefault(vpa.id.namespace, {})
+        key = min(terms)
+        return self._by_term.setdefault((vpa.id.namespace, key, terms[key]), {})
+
+    def add(self, vpa: VpaState) -> None:
+        self._order[vpa.id] = self._next
+        self._next += 1
+        slot = self._slot(vpa)
+        if slot is not None:
+            slot[vpa.id] = vpa
+
+    def remove(self, vpa: VpaState) -> None:
+        self._order.pop(vpa.id, None)
+        slot = self._slot(vpa)
+        if slot is not None:
+            slot.pop(vpa.id, None)
+
+    def candidates(self, namespace: str, labels: Mapping[str, str]) -> list[VpaState]:
+        found = list(self._by_namespace.get(namespace, {}).values())
+        for pair in labels.items():
+            filed = self._by_term.get((namespace, *pair))
+            if filed:
+                found.extend(filed.values())
+        if len(found) > 1:
+            found.sort(key=lambda v: self._order[v.id])
+        return found
+
+
 class ClusterState:
-    """``clusterState``."""
+    """``clusterState``.
+
+    Indexed (a deviation in structure only): VPAs by the label pairs their selectors require,
+    pods by namespace and label set, aggregates by namespace, so adding a pod, a container or a
+    VPA looks only at what it can match."""
 
     def __init__(
         self,
@@ -274,6 +324,11 @@ class ClusterState:
         self.gc_interval_ns = gc_interval_ns
         self.config = config
         self.per_vpa_config = per_vpa_config
+        self._vpa_index = _VpaIndex()
+        self._pods_by_label_set: dict[tuple[str, str], dict[PodId, PodState]] = {}
+        self._aggregates_by_namespace: dict[
+            str, dict[AggregateStateKey, AggregateContainerState]
+        ] = {}
 
     def state_map_size(self) -> int:
         return len(self.aggregate_state_map)
@@ -300,11 +355,14 @@ class ClusterState:
         if pod is None:
             pod = self.pods[pod_id] = PodState(pod_id)
         key = label_set_key(labels)
-        self.label_set_map[key] = dict(labels)
+        if key not in self.label_set_map:
+            self.label_set_map[key] = dict(labels)
         if exists and pod.label_set_key != key:
             self._count_pod(pod, -1)
+            self._unfile_pod(pod)
         if not exists or pod.label_set_key != key:
             pod.label_set_key = key
+            self._pods_by_label_set.setdefault((pod_id.namespace, key), {})[pod_id] = pod
             for name, container in pod.containers.items():
                 container.aggregator = self._find_or_create(
                     ContainerId(pod_id, name), now_ns=now_ns
@@ -314,9 +372,21 @@ class ClusterState:
 
     def _count_pod(self, pod: PodState, delta: int) -> None:
         """``addPodToItsVpa``/``removePodFromItsVpa``."""
-        for vpa in self.vpas.values():
+        labels = self.label_set_map.get(pod.label_set_key, {})
+        for vpa in self._vpa_index.candidates(pod.id.namespace, labels):
             if self._pod_matches(pod, vpa):
                 vpa.pod_count += delta
+
+    def _unfile_pod(self, pod: PodState) -> None:
+        filed = self._pods_by_label_set.get((pod.id.namespace, pod.label_set_key))
+        if filed is not None:
+            filed.pop(pod.id, None)
+            if not filed:
+                del self._pods_by_label_set[(pod.id.namespace, pod.label_set_key)]
+
+    def pods_with_label_set(self, namespace: str, key: str) -> Iterable[PodState]:
+        """The pods of ``namespace`` whose labels are the label set ``key``."""
+        return self._pods_by_label_set.get((namespace, key), {}).values()
 
     def set_init_containers(self, pod_id: PodId, names: Iterable[str]) -> None:
         pod = self.pods.get(pod_id)
@@ -332,6 +402,7 @@ class ClusterState:
         pod = self.pods.pop(pod_id, None)
         if pod is not None:
             self._count_pod(pod, -1)
+            self._unfile_pod(pod)
 
     def add_or_update_container(
         self, container_id: ContainerId, request: Resources, *, now_ns: int
@@ -409,7 +480,9 @@ class ClusterState:
         if vpa is None:
             vpa = VpaState(vpa_id, selector, created_ns, per_vpa_config=self.per_vpa_config)
             self.vpas[vpa_id] = vpa
-            for key, state in self.aggregate_state_map.items():
+            self._vpa_index.add(vpa)
+            aggregates = self._aggregates_by_namespace.get(vpa_id.namespace, {})
+            for key, state in aggregates.items():
                 vpa.use_aggregation_if_matching(key, state, self.labels_of(key))
             vpa.pod_count = len(self.get_matching_pods(vpa))
         vpa.target_ref = target_ref
@@ -427,6 +500,7 @@ class ClusterState:
         vpa = self.vpas.pop(vpa_id, None)
         if vpa is None:
             raise ClusterStateKeyError(vpa_id)
+        self._vpa_index.remove(vpa)
         for state in vpa.aggregate_container_states.values():
             state.mark_not_autoscaled()
         self.empty_vpas.pop(vpa_id, None)
@@ -444,8 +518,9 @@ class ClusterState:
         if state is None:
             state = AggregateContainerState(self.config, creation_time_ns=now_ns)
             self.aggregate_state_map[key] = state
+            self._aggregates_by_namespace.setdefault(key.namespace, {})[key] = state
             labels = self.labels_of(key)
-            for vpa in self.vpas.values():
+            for vpa in self._vpa_index.candidates(key.namespace, labels):
                 vpa.use_aggregation_if_matching(key, state, labels)
         return state
 
@@ -466,7 +541,8 @@ class ClusterState:
         ]
         for key in deleted:
             del self.aggregate_state_map[key]
-            for vpa in self.vpas.values():
+            self._aggregates_by_namespace.get(key.namespace, {}).pop(key, None)
+            for vpa in self._vpa_index.candidates(key.namespace, self.labels_of(key)):
                 vpa.delete_aggregation(key)
         return deleted
 
@@ -500,10 +576,18 @@ class ClusterState:
         return None
 
     def get_matching_pods(self, vpa: VpaState) -> list[PodId]:
-        return [pod_id for pod_id, pod in self.pods.items() if self._pod_matches(pod, vpa)]
+        return [
+            pod_id
+            for (namespace, key), pods in self._pods_by_label_set.items()
+            if namespace == vpa.id.namespace
+            and vpa.pod_selector is not None
+            and vpa.pod_selector.matches(self.label_set_map.get(key, {}))
+            for pod_id in pods
+        ]
 
     def get_controlling_vpa(self, pod: PodState) -> VpaState | None:
-        for vpa in self.vpas.values():
+        labels = self.label_set_map.get(pod.label_set_key, {})
+        for vpa in self._vpa_index.candidates(pod.id.namespace, labels):
             if self._pod_matches(pod, vpa):
                 return vpa
         return None

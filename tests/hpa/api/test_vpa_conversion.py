@@ -154,3 +154,30 @@ def test_recommendation_is_written_with_upstream_canonical_quantities() -> None:
             }
         ]
     }
+
+
+def test_status_from_core_is_the_status_models_json() -> None:
+    from hpa.api.vpa import VerticalPodAutoscalerStatus, status_from_core
+    from hpa.core.vpa.amount import Resources
+    from hpa.core.vpa.cluster import VpaCondition
+    from hpa.core.vpa.recommender import RecommendedContainerResources
+
+    rec = RecommendedContainerResources(
+        "app",
+        Resources(cpu=1500, memory=256 * 1024 * 1024),
+        Resources(cpu=25, memory=None),
+        Resources(cpu=2000, memory=1_000_001),
+        Resources(cpu=1500, memory=256 * 1024 * 1024),
+    )
+    conditions = [
+        VpaCondition("LowConfidence", "True", "ShortHistory", "short", 1_767_225_600_500_000_000),
+        VpaCondition("RecommendationProvided", "True"),
+    ]
+    for recommendation in ((rec,), (), None):
+        written = status_from_core(recommendation, conditions, observed_generation=3)
+        model = VerticalPodAutoscalerStatus.from_dict(written)
+        assert model.to_dict() == written
+        assert written["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    assert status_from_core((rec,), [], observed_generation=None)["recommendation"][
+        "containerRecommendations"
+    ][0]["target"] == {"cpu": "1500m", "memory": "256Mi"}

@@ -1,0 +1,162 @@
+"""``hpa vpa recommender`` wired to an API server (the in-memory one of ``tests.fakes``): real
+informers, status patches and checkpoint writes over HTTP, counted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import CollectorRegistry
+
+from hpa.app.recommender import (
+    RecommenderApp,
+    RecommenderAppSettings,
+    add_flags,
+    build_app,
+    main,
+    settings_from_args,
+)
+from hpa.core.vpa.cluster import PodId
+from hpa.kube.client import KubeClient
+from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo, running
+from tests.fakes.clock import FakeClock
+from tests.fakes.vertical import FakeContainerMetrics
+from tests.hpa.app.test_webhook import EXTRA
+from tests.hpa.controllers.vertical.harness import (
+    MIB,
+    NS,
+    deployment_json,
+    hpa_json,
+    pod_json,
+    replica_set_json,
+    vpa_json,
+)
+
+VPA_GROUP = "/apis/autoscaling.k8s.io/v1"
+CHECKPOINTS = ResourceInfo(
+    prefix=VPA_GROUP,
+    plural="verticalpodautoscalercheckpoints",
+    kind="VerticalPodAutoscalerCheckpoint",
+)
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[FakeApiServer, KubeClient]]:
+    async with running((*DEFAULT_RESOURCES, *EXTRA, CHECKPOINTS)) as pair:
+        yield pair
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    return parser.parse_args(argv)
+
+
+def test_flags_have_upstreams_names_and_defaults() -> None:
+    settings = settings_from_args(parse())
+    assert settings.loop.interval_seconds == 60
+    assert settings.loop.checkpoints_timeout_seconds == 60
+    assert settings.loop.checkpoints_gc_interval_seconds == 600
+    assert settings.loop.min_checkpoints == 10
+    assert settings.recommender_name == "default"
+    assert settings.recommendation.target_cpu_percentile == 0.9
+    assert settings.recommendation.pod_min_memory_mb == 250
+    assert settings.address == ":8942"
+    assert settings.leader.resource_name == "vpa-recommender-lease"
+    assert settings.leader.leader_elect is False
+    assert settings.metrics_source == "api"
+    tuned = settings_from_args(
+        parse("--recommender-interval", "30s", "--target-cpu-percentile", "0.95", "--memory-saver")
+    )
+    assert tuned.loop.interval_seconds == 30
+    assert tuned.recommendation.target_cpu_percentile == 0.95
+    assert tuned.memory_saver
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--address", "nope"), "--address"),
+        (("--target-cpu-percentile", "2"), "target_cpu_percentile"),
+        (("--checkpoints-timeout", "0s"), "--checkpoints-timeout"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        settings_from_args(parse(*argv))
+
+
+def test_main_without_a_metrics_source_refuses_to_start() -> None:
+    assert main(parse()) == 2
+
+
+def seed(apiserver: FakeApiServer) -> None:
+    apiserver.put_object("/apis/apps/v1", "deployments", deployment_json())
+    apiserver.put_object("/apis/apps/v1", "replicasets", replica_set_json("web-1", owner="web"))
+    apiserver.put_object("/api/v1", "pods", pod_json("web-0"))
+    apiserver.put_object(VPA_GROUP, "verticalpodautoscalers", vpa_json())
+    apiserver.put_object("/apis/autoscaling/v2", "horizontalpodautoscalers", hpa_json("web-hpa"))
+    broken = vpa_json("broken")
+    broken["spec"]["targetRef"] = "not an object"
+    apiserver.put_object(VPA_GROUP, "verticalpodautoscalers", broken)
+
+
+async def synced(app: RecommenderApp) -> list[asyncio.Task[None]]:
+    tasks = [asyncio.create_task(i.run()) for i in app.all_informers()]
+    for informer in app.all_informers():
+        await informer.wait_synced()
+    return tasks
+
+
+async def test_one_pass_over_http(served: tuple[FakeApiServer, KubeClient]) -> None:
+    apiserver, kube = served
+    seed(apiserver)
+    clock = FakeClock()
+    metrics = FakeContainerMetrics()
+    registry = CollectorRegistry()
+    app = build_app(RecommenderAppSettings(), kube, clock=clock, registry=registry, metrics=metrics)
+    tasks = await synced(app)
+    try:
+        assert app.ready()
+        now_ns = app.recommender.now_ns()
+        metrics.set(PodId(NS, "web-0"), "app", time_ns=now_ns, cpu=250, memory=300 * MIB)
+        await app.recommender.init_from_checkpoints()
+        await app.recommender.run_once()
+        status_path = f"{VPA_GROUP}/namespaces/{NS}/verticalpodautoscalers/web/status"
+        assert len(apiserver.requests_to("PATCH", status_path)) == 1
+        stored: dict[str, Any] = (
+            apiserver.get_object(VPA_GROUP, "verticalpodautoscalers", NS, "web") or {}
+        )
+        conditions = {c["type"]: c for c in stored["status"]["conditions"]}
+        assert conditions["RecommendationProvided"]["status"] == "True"
+        assert "HPA shop/web-hpa" in conditions["HorizontalScalingConflictAvoided"]["message"]
+        recommended = stored["status"]["recommendation"]["containerRecommendations"][0]
+        assert set(recommended["target"]) == {"cpu", "memory"}
+        checkpoint = apiserver.get_object(
+            VPA_GROUP, "verticalpodautoscalercheckpoints", NS, "web-app"
+        )
+        assert checkpoint is not None
+        assert checkpoint["status"]["version"] == "v3"
+        # the informer sees our write; the next pass with nothing new writes no status
+        for _ in range(50):
+            record = app.informers.vpas.store.get_by_name(NS, "web")
+            if record is not None and record.conditions:
+                break
+            await asyncio.sleep(0.01)
+        await clock.advance(60)
+        await app.recommender.run_once()
+        assert len(apiserver.requests_to("PATCH", status_path)) == 1
+        async with TestClient(TestServer(app.operations)) as client:
+            body = await (await client.get("/metrics")).text()
+            assert "vpa_recommender_execution_latency_seconds_bucket" in body
+            assert 'vpa_recommender_vpa_objects_count{api="v1"' in body
+            assert "vpa_recommender_aggregate_container_states_count 1.0" in body
+            assert (await client.get("/readyz")).status == 200
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,405 @@
+"""The recommender's pass against fakes behind its ports: conditions, status writes only when
+changed, OOM kills, checkpoints, history bootstrap, HPA awareness, recommender selection."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from hpa.api.vpa import time_to_ns
+from hpa.controllers.vertical.feeder import selected_model
+from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, UsageSample
+from hpa.controllers.vertical.recommender import RecommenderSettings
+from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
+from hpa.core.vpa.cluster import PodId
+from hpa.kube.clock import format_time
+from tests.fakes.vertical import FakeHistoryProvider, FakeRecommenderApi
+from tests.hpa.controllers.vertical.harness import (
+    MIB,
+    NS,
+    Harness,
+    hpa_json,
+    pod_json,
+    vpa_json,
+)
+
+
+def target(status: Any, container: str = "app") -> dict[str, str]:
+    for rec in status["recommendation"]["containerRecommendations"]:
+        if rec["containerName"] == container:
+            return dict(rec["target"])
+    raise AssertionError(f"no recommendation for {container}")
+
+
+async def test_recommendation_provided_and_written_only_when_changed() -> None:
+    h = Harness()
+    h.web()
+    h.feed(cpu=200, memory=200 * MIB)
+    await h.run_once()
+    conditions = h.conditions()
+    assert conditions["RecommendationProvided"]["status"] == "True"
+    assert conditions["LowConfidence"]["status"] == "True"
+    assert "app" in conditions["LowConfidence"]["message"]
+    assert set(target(h.status())) == {"cpu", "memory"}
+    assert h.status()["observedGeneration"] == 1
+    assert len(h.api.patches) == 1
+    await h.clock.advance(60)
+    await h.run_once()  # same sample (same time): nothing moves
+    assert len(h.api.patches) == 1
+    await h.clock.advance(60)
+    h.feed(cpu=2000, memory=2000 * MIB)
+    await h.run_once()
+    assert len(h.api.patches) == 2
+
+
+async def test_no_pods_matched() -> None:
+    h = Harness()
+    h.web(pods=0)
+    await h.run_once()
+    conditions = h.conditions()
+    assert conditions["NoPodsMatched"]["status"] == "True"
+    assert conditions["RecommendationProvided"]["status"] == "False"
+    assert conditions["RecommendationProvided"]["reason"] == "NoPodsMatched"
+
+
+async def test_config_unsupported_for_a_missing_target_and_a_child_target() -> None:
+    h = Harness()
+    h.web()
+    h.put_vpa(vpa_json("gone", target={"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}))
+    h.put_vpa(
+        vpa_json("child", target={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1"})
+    )
+    await h.run_once()
+    gone = h.conditions("gone")["ConfigUnsupported"]
+    assert gone["status"] == "True"
+    assert gone["message"].startswith("Cannot read targetRef. Reason: Deployment shop/x")
+    child = h.conditions("child")["ConfigUnsupported"]
+    assert "has a parent controller" in child["message"]
+    assert "ConfigUnsupported" not in h.conditions("web")
+
+
+async def test_config_deprecated_and_unsupported_are_removed_once_fixed() -> None:
+    h = Harness()
+    h.web()
+    h.put_vpa(
+        vpa_json(
+            status={
+                "conditions": [
+                    {"type": "ConfigDeprecated", "status": "True"},
+                    {"type": "ConfigUnsupported", "status": "True", "message": "old"},
+                ]
+            }
+        )
+    )
+    await h.run_once()
+    assert "ConfigDeprecated" not in h.conditions()
+    assert "ConfigUnsupported" not in h.conditions()
+
+
+async def test_a_policy_the_model_cannot_use_is_config_unsupported() -> None:
+    h = Harness()
+    h.web()
+    h.put_vpa(
+        vpa_json(policy={"containerPolicies": [{"containerName": "app", "mode": "Sometimes"}]})
+    )
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    condition = h.conditions()["ConfigUnsupported"]
+    assert condition["message"].startswith("Cannot use the resource policy")
+
+
+async def test_owner_chain_through_a_custom_resource_with_scale() -> None:
+    h = Harness()
+    h.scales.scales[(NS, "Rollout", "web")] = h.scales_info("app=web")
+    h.put_pod(pod_json("web-0", owner="web-1"))
+    h.put_controller(
+        "ReplicaSet",
+        {
+            "metadata": {
+                "namespace": NS,
+                "name": "web-1",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "argoproj.io/v1alpha1",
+                        "kind": "Rollout",
+                        "name": "web",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    h.put_vpa(
+        vpa_json(target={"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web"})
+    )
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert h.conditions()["RecommendationProvided"]["status"] == "True"
+    assert "ConfigUnsupported" not in h.conditions()
+
+
+async def test_hpa_on_cpu_leaves_cpu_to_the_hpa_and_memory_recommended() -> None:
+    h = Harness()
+    h.web()
+    h.put_hpa(hpa_json("web-hpa"))
+    h.put_hpa(hpa_json("other", target="api"))
+    h.feed(cpu=200, memory=300 * MIB)
+    await h.run_once()
+    condition = h.conditions()["HorizontalScalingConflictAvoided"]
+    assert condition["status"] == "True"
+    assert "HPA shop/web-hpa" in condition["message"]
+    assert "cpu in every container" in condition["message"]
+    assert "other" not in condition["message"]
+    recommended = target(h.status())
+    assert set(recommended) == {"cpu", "memory"}  # cpu is computed and shown
+    record = h.cluster.vpas[next(iter(h.cluster.vpas))]
+    conflicts = h.recommender._conflicts(record)
+    applied = effective_controlled_resources(
+        "app", ("cpu", "memory"), conflicts, awareness=HpaAwareness.EXCLUDE
+    )
+    assert applied == frozenset({"memory"})
+
+
+async def test_hpa_awareness_warn_and_off() -> None:
+    for awareness, expected in ((HpaAwareness.WARN, "False"), (HpaAwareness.OFF, None)):
+        h = Harness(settings=RecommenderSettings(hpa_awareness=awareness))
+        h.web()
+        h.put_hpa(hpa_json("web-hpa"))
+        h.feed(cpu=200, memory=300 * MIB)
+        await h.run_once()
+        condition = h.conditions().get("HorizontalScalingConflictAvoided")
+        assert (condition or {}).get("status") == expected
+
+
+async def test_hpa_on_a_pods_metric_excludes_nothing() -> None:
+    h = Harness()
+    h.web()
+    h.put_hpa(
+        hpa_json(
+            "web-hpa",
+            metrics=[
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "rps"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+        )
+    )
+    h.feed(cpu=200, memory=300 * MIB)
+    await h.run_once()
+    assert "HorizontalScalingConflictAvoided" not in h.conditions()
+
+
+async def test_unknown_recommender_is_left_alone_and_crane_is_served() -> None:
+    h = Harness()
+    h.web()
+    h.put_vpa(vpa_json("theirs", recommenders=["upstream"]))
+    h.put_vpa(vpa_json("crane", recommenders=["crane"]))
+    h.feed(cpu=500, memory=300 * MIB)
+    await h.run_once()
+    assert h.api.last_status(NS, "theirs") is None
+    crane = h.status("crane")["recommendation"]["containerRecommendations"][0]
+    assert crane["target"] == crane["lowerBound"] == crane["upperBound"]
+    assert h.conditions("crane")["RecommendationProvided"]["status"] == "True"
+    assert "LowConfidence" not in h.conditions("crane")
+
+
+@pytest.mark.parametrize(
+    ("recommenders", "name", "expected"),
+    [
+        ((), "default", "default"),
+        ((), "mine", None),
+        (("mine",), "mine", "default"),
+        (("default",), "mine", None),
+        (("crane",), "default", "crane"),
+        (("other", "crane"), "default", "crane"),
+        (("other",), "default", None),
+    ],
+)
+def test_selected_model(recommenders: tuple[str, ...], name: str, expected: str | None) -> None:
+    assert selected_model(recommenders, name) == expected
+
+
+async def test_oom_kill_raises_memory() -> None:
+    h = Harness()
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    before = target(h.status())["memory"]
+    await h.clock.advance(60)
+    finished = format_time(h.clock.now())
+    running = {"name": "app", "restartCount": 0, "state": {"running": {}}}
+    h.put_pod(pod_json("web-0", statuses=[running], resource_version="2"))
+    await h.run_once()
+    restarted = {
+        "name": "app",
+        "restartCount": 1,
+        "state": {"running": {}},
+        "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": finished}},
+    }
+    h.put_pod(pod_json("web-0", statuses=[restarted], resource_version="3"))
+    await h.clock.advance(60)
+    await h.run_once()
+    after = target(h.status())["memory"]
+    assert after != before
+    state = next(iter(h.cluster.aggregate_state_map.values()))
+    assert state.aggregate_memory_peaks.total_weight > 0
+    assert time_to_ns(None) != 0  # Go's zero time, not 0
+
+
+async def test_checkpoints_written_loaded_and_resume_the_same_recommendation() -> None:
+    h = Harness()
+    h.web()
+    h.feed(cpu=300, memory=400 * MIB)
+    await h.run_once()
+    assert list(h.api.checkpoints) == [(NS, "web-app")]
+    checkpoint = h.api.checkpoints[(NS, "web-app")]
+    assert checkpoint["status"]["version"] == "v3"
+    first = h.status()
+    restarted = Harness(api=h.api)
+    restarted.clock = h.clock
+    restarted.recommender.clock = h.clock
+    restarted.web()
+    loaded = await restarted.recommender.init_from_checkpoints()
+    assert loaded == 1
+    restarted.put_vpa(vpa_json())  # a fresh status: everything is written again
+    restarted.metrics.snapshots = [
+        s.__class__(s.pod_id, s.container, s.snapshot_time_ns, s.window_ns, {"memory": 400 * MIB})
+        for s in h.metrics.snapshots
+    ]
+    await restarted.run_once()
+    assert restarted.status()["recommendation"] == first["recommendation"], (
+        "a restart resumes from the checkpoint"
+    )
+
+
+async def test_checkpoint_garbage_collection() -> None:
+    api = FakeRecommenderApi()
+    h = Harness(api=api)
+    h.web()
+    h.feed(cpu=300, memory=400 * MIB)
+    await h.run_once()
+    await api.save_checkpoint(
+        NS,
+        "deleted-app",
+        vpa_name="deleted",
+        container_name="app",
+        status=h.cluster.vpas[next(iter(h.cluster.vpas))]
+        .aggregate_state_by_container_name()["app"]
+        .save_to_checkpoint(h.now_ns()),
+    )
+    await h.clock.advance(601)
+    await h.run_once()
+    assert (NS, "deleted-app") in api.deletes
+    assert (NS, "web-app") in api.checkpoints
+
+
+async def test_hanging_history_provider_never_blocks_live_passes() -> None:
+    provider = FakeHistoryProvider(hang=True)
+    h = Harness(history=provider, settings=RecommenderSettings(interval_seconds=60))
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    task = asyncio.create_task(h.recommender.run())
+    await h.clock.settle()
+    assert h.recommender.passes == 1
+    conditions = h.conditions()
+    assert conditions["FetchingHistory"]["status"] == "True"
+    assert conditions["RecommendationProvided"]["status"] == "True"
+    assert h.api.saves == []  # a VPA fetching history is not checkpointed
+    h.observe_vpa_status()
+    await h.clock.advance(60)
+    await h.clock.settle()
+    assert h.recommender.passes == 2
+    provider.history = {
+        PodId(NS, "old-0"): PodHistory(
+            last_labels={"app": "web"},
+            last_seen_ns=h.now_ns(),
+            samples={
+                "app": [
+                    UsageSample(h.now_ns() - 3600 * 10**9, "cpu", 900),
+                    UsageSample(h.now_ns() - 3600 * 10**9, "memory", 900 * MIB),
+                ]
+            },
+            ooms=[OomRecord("app", h.now_ns() - 600 * 10**9, 512 * MIB)],
+        )
+    }
+    provider.release.set()
+    await h.clock.settle()
+    h.observe_vpa_status()
+    await h.clock.advance(60)
+    await h.clock.settle()
+    assert "FetchingHistory" not in h.conditions()
+    assert h.api.saves  # checkpoints resume
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_failing_history_provider_is_logged_and_the_condition_removed() -> None:
+    for error in (HistoryError("prometheus: connection refused"), RuntimeError("bug")):
+        h = Harness(history=FakeHistoryProvider(error=error))
+        h.web()
+        h.feed(cpu=100, memory=100 * MIB)
+        await h.recommender.init_from_checkpoints()
+        await h.recommender.fetch_history()
+        await h.run_once()
+        assert "FetchingHistory" not in h.conditions()
+        assert h.conditions()["RecommendationProvided"]["status"] == "True"
+
+
+async def test_bad_input_never_stops_the_pass() -> None:
+    h = Harness()
+    h.web()
+    h.put_vpa(
+        vpa_json("broken", target={"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"})
+    )
+    h.api.fail_status.add(f"{NS}/broken")
+    h.metrics.error = "metrics.k8s.io: 503"
+    await h.run_once()
+    assert h.api.last_status(NS, "web") is not None
+    h.metrics.error = ""
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert h.conditions()["RecommendationProvided"]["status"] == "True"
+
+
+async def test_init_container_samples_are_dropped() -> None:
+    h = Harness()
+    h.put_controller(
+        "Deployment",
+        {
+            "metadata": {"namespace": NS, "name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    h.put_controller(
+        "ReplicaSet",
+        {
+            "metadata": {
+                "namespace": NS,
+                "name": "web-1",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "web",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    h.put_pod(pod_json("web-0", init_containers=["setup"]))
+    h.put_vpa(vpa_json())
+    h.feed(cpu=100, memory=100 * MIB)
+    h.feed(container="setup", cpu=5000, memory=5000 * MIB)
+    await h.run_once()
+    names = {r["containerName"] for r in h.status()["recommendation"]["containerRecommendations"]}
+    assert names == {"app"}
+    assert h.feeder.samples_dropped == 2
