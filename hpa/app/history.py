@@ -44,7 +44,7 @@ from adapter.rules import parse_duration_milliseconds
 from adapter.server.cli import prometheus_connection
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
-from hpa.controllers.settings import _switch as switch
+from hpa.controllers.settings import switch_flag as switch
 from hpa.controllers.vertical.history import (
     PrometheusHistoryConfig,
     PrometheusHistoryProvider,
@@ -339,6 +339,12 @@ class ContainersSourceHandle:
 
     source: ContainerMetricsSource
     _client: PrometheusClient | None = None
+
+    @property
+    def querier(self) -> PrometheusQuerier | None:
+        """The Prometheus client the in-process source opened (the history provider shares it:
+        a second client on the same registry would register its metrics twice)."""
+        return self._client
 
     async def aclose(self) -> None:
         if self._client is not None:

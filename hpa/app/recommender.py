@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,7 +35,8 @@ from prometheus_client import CollectorRegistry
 
 from adapter.server.cli import configure_logging
 from adapter.server.settings import Settings as AdapterSettings
-from hpa.app import inprocess_metrics
+from hpa.app import history, inprocess_metrics
+from hpa.app.history import HistorySettings
 from hpa.app.leading import (
     LeaderElectionFlags,
     add_leader_election_flags,
@@ -57,7 +58,7 @@ from hpa.controllers.vertical.ports import ContainerMetricsSource, HistoryProvid
 from hpa.controllers.vertical.recommender import Recommender, RecommenderSettings
 from hpa.core.vpa.aggregation import HOUR_NS
 from hpa.core.vpa.awareness import HpaAwareness
-from hpa.core.vpa.cluster import ClusterState
+from hpa.core.vpa.cluster import ClusterState, PodId
 from hpa.core.vpa.recommender import RecommendationConfig, create_pod_resource_recommender
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.clock import Clock, SystemClock
@@ -68,8 +69,6 @@ from hpa.kube.vpa_client import VpaClient
 from hpa.webhook.server import build_operations_app
 
 __all__ = [
-    "ContainerMetricsFactory",
-    "HistoryFactory",
     "RecommenderApp",
     "RecommenderAppSettings",
     "add_flags",
@@ -117,6 +116,8 @@ class RecommenderAppSettings:
     providers in-process."""
     inprocess_metrics: AdapterSettings | None = None
     """The adapter's settings, with ``--metrics-source=inprocess``."""
+    history: HistorySettings | None = None
+    """``--storage=prometheus`` and the history flags (None: no history bootstrap)."""
     log_level: str = "info"
 
 
@@ -175,6 +176,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level)
     add_leader_election_flags(parser.add_argument_group("leader election"), d.leader)
     inprocess_metrics.add_flags(parser)
+    history.add_flags(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
@@ -216,6 +218,7 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         inprocess_metrics=inprocess_metrics.settings_from_args(args)
         if args.metrics_source == "inprocess"
         else None,
+        history=history.settings_from_args(args, namespace=args.vpa_object_namespace),
         log_level=args.log_level,
     )
 
@@ -302,22 +305,7 @@ def build_app(
     return app
 
 
-ContainerMetricsFactory = Callable[
-    [RecommenderAppSettings, KubeClient, CollectorRegistry],
-    tuple[ContainerMetricsSource, Jobs],
-]
-"""Builds the live metrics source (and its tasks) for ``--metrics-source``."""
-
-HistoryFactory = Callable[[RecommenderAppSettings, CollectorRegistry], HistoryProvider | None]
-"""Builds the history provider (None: no history bootstrap)."""
-
-
-async def _run(
-    settings: RecommenderAppSettings,
-    *,
-    container_metrics: ContainerMetricsFactory,
-    history: HistoryFactory | None,
-) -> int:
+async def _run(settings: RecommenderAppSettings) -> int:
     clock = SystemClock()
     registry = CollectorRegistry()
     client = await load_client(
@@ -325,50 +313,61 @@ async def _run(
         clock=clock,
         registry=registry,
     )
-    metrics, jobs = container_metrics(settings, client, registry)
+    app: RecommenderApp | None = None
+
+    def known_pods() -> Iterable[PodId]:
+        """The pods the recommender's informer holds (the in-process source asks for these)."""
+        if app is None:
+            return ()
+        return (PodId(pod.namespace, pod.name) for pod in app.pod_informer.store)
+
+    live = await history.open_containers_source(
+        settings.metrics_source,
+        kube=client,
+        pods=known_pods,
+        namespace=settings.vpa_object_namespace,
+        inprocess=settings.inprocess_metrics,
+        registry=registry,
+    )
+    bootstrap = (
+        await history.open_history_provider(
+            settings.history, clock=clock, registry=registry, querier=live.querier
+        )
+        if settings.history is not None
+        else None
+    )
     app = build_app(
         settings,
         client,
         clock=clock,
         registry=registry,
-        metrics=metrics,
-        history=history(settings, registry) if history is not None else None,
-        metric_jobs=jobs,
+        metrics=live.source,
+        history=bootstrap.provider if bootstrap is not None else None,
     )
     log.info(
         "recommender_starting",
         address=settings.address,
         recommender_name=settings.recommender_name,
         metrics_source=settings.metrics_source,
+        storage="prometheus" if settings.history is not None else "checkpoint",
         leader_elect=settings.leader.leader_elect,
         pid=os.getpid(),
     )
     try:
         return await run_role("recommender", app.run)
     finally:
+        if bootstrap is not None:
+            await bootstrap.aclose()
+        await live.aclose()
         await aclose_quietly(client)
 
 
-def main(
-    args: argparse.Namespace,
-    *,
-    container_metrics: ContainerMetricsFactory | None = None,
-    history: HistoryFactory | None = None,
-) -> int:
-    """The ``vpa recommender`` subcommand's handler. ``container_metrics`` builds the live
-    source of ``--metrics-source`` (``metrics.k8s.io`` or in-process) and ``history`` the
-    history provider; without a ``container_metrics`` factory the command refuses to start."""
+def main(args: argparse.Namespace) -> int:
+    """The ``vpa recommender`` subcommand's handler."""
     configure_logging(getattr(args, "log_level", "info"))
     try:
         settings = settings_from_args(args)
     except ValueError as error:
         log.error("invalid_settings", error=str(error))
         return 2
-    if container_metrics is None:
-        log.error(
-            "invalid_settings",
-            error=f"--metrics-source={settings.metrics_source}: no live container metrics "
-            "source is available in this build",
-        )
-        return 2
-    return asyncio.run(_run(settings, container_metrics=container_metrics, history=history))
+    return asyncio.run(_run(settings))

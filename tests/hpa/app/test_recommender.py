@@ -90,8 +90,11 @@ def test_bad_flags_are_one_line_errors(argv: tuple[str, ...], message: str) -> N
         settings_from_args(parse(*argv))
 
 
-def test_main_without_a_metrics_source_refuses_to_start() -> None:
-    assert main(parse()) == 2
+def test_main_refuses_the_inprocess_source_without_a_rule_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(parse("--metrics-source=inprocess")) == 2
+    assert "--metrics-source=inprocess needs --config" in capsys.readouterr().err
 
 
 def seed(apiserver: FakeApiServer) -> None:
