@@ -123,7 +123,8 @@ def test_simulate_reports_a_bad_manifest_with_its_field_path(
 
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith("hpa simulate: error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert "ERROR   hpa.sim: invalid_input error=" in err
     assert "bad.yaml: HorizontalPodAutoscaler is invalid: spec.maxReplicas" in err
 
 
