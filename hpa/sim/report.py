@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpa.core.decision import Tolerances, tolerances_for_hpa
+from hpa.core.decision import tolerances_for_hpa
+from hpa.core.replicas import Tolerances
 from hpa.core.spec import MetricSourceType, MetricSpec
 from hpa.sim.engine import HPARun, SimulationResult
 from hpa.sim.summary import Summary, above_band_percent, summarize
@@ -25,8 +26,8 @@ from hpa.sim.workload import moment
 
 __all__ = [
     "SUMMARY_LABELS",
-    "assumptions_text",
     "TIMELINE_COLUMNS",
+    "assumptions_text",
     "file_stem",
     "format_seconds",
     "parameters_text",

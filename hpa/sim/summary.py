@@ -6,7 +6,7 @@ one until the end of the run. Every statistic is exact over that step function:
 
 * ``pod_hours``: pods existing (Pending, starting or Ready) integrated over time (the cost);
 * ``above_target_seconds`` / ``above_target_share``: time with the Ready pods' CPU utilization
-  above the HPA's tolerance band, ``target × (1 + tolerance)`` (under-provisioning the controller
+  above the HPA's tolerance band, ``target * (1 + tolerance)`` (under-provisioning the controller
   would act on; values inside the band are where it deliberately does nothing); time with load
   but no Ready pod counts;
 * ``peak_utilization_percent``: the highest utilization of a Ready pod;
