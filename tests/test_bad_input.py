@@ -4,7 +4,6 @@ traceback: each case runs ``python -m hpa ...`` in a subprocess, as a user would
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -13,32 +12,16 @@ from pathlib import Path
 
 import pytest
 
-VALID_HPA = """\
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: web}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 1
-  maxReplicas: 10
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}
-"""
+from hpa.sim.scenarios import hpa_manifest
+from tests.commands import UNREACHABLE_KUBECONFIG, command_env
 
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
+VALID_HPA = hpa_manifest("web", max_replicas=10)
 
 FILES: Mapping[str, str] = {
     "hpa.yaml": VALID_HPA,
-    "misspelled.yaml": VALID_HPA
-    + "  behavior:\n    scaleDown:\n      stabilisationWindowSeconds: 900\n",
+    "misspelled.yaml": hpa_manifest(
+        "web", max_replicas=10, behavior="scaleDown:\n  stabilisationWindowSeconds: 900"
+    ),
     "invalid.yaml": VALID_HPA.replace("maxReplicas: 10", "maxReplicas: 0"),
     "not-yaml.yaml": "spec: [unclosed\n",
     "deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
@@ -47,7 +30,7 @@ FILES: Mapping[str, str] = {
     "rules.yaml": "rules:\n- seriesQuery: 'up'\n  name: {matches: '(unclosed'}\n",
     "rules-not-yaml.yaml": "rules: [\n",
     "good-rules.yaml": "rules: []\n",
-    "kubeconfig": KUBECONFIG,
+    "kubeconfig": UNREACHABLE_KUBECONFIG,
     "garbage-kubeconfig": "just: [a, list\n",
     "cert.pem": "not a certificate\n",
     "existing-file": "",
@@ -118,7 +101,12 @@ def _cases() -> dict[str, Case]:
             "/nonexistent",
         ),
         "adapter-tls-missing": c(
-            "/nonexistent.pem", *adapter, "--tls-cert-file", "/nonexistent.pem"
+            "/nonexistent.pem",
+            *adapter,
+            "--tls-cert-file",
+            "/nonexistent.pem",
+            "--tls-private-key-file",
+            "{d}/cert.pem",
         ),
         "adapter-bad-duration": c("1y", *adapter, "--metrics-relist-interval", "1y"),
         "adapter-bad-header": c("no-colon", *adapter, "--prometheus-header", "no-colon"),
@@ -161,22 +149,17 @@ def _cases() -> dict[str, Case]:
 
 
 CASES = _cases()
-ROOT = Path(__file__).resolve().parent.parent
-"""The checkout under test (the subprocess imports it, not an installed copy)."""
 
 
 def _run(case: Case, directory: Path) -> subprocess.CompletedProcess[str]:
     args = [a.replace("{d}", str(directory)) for a in case.args]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    env.pop("KUBECONFIG", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run(
         [sys.executable, "-m", "hpa", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        env=env,
+        env=command_env(),
         cwd=directory,
     )
 

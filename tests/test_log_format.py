@@ -4,7 +4,6 @@ on stderr must be a JSON object with ``level``, ``event``, ``timestamp`` and ``l
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -16,16 +15,8 @@ import orjson
 import pytest
 
 from hpa.kube.tls import write_self_signed
+from tests.commands import UNREACHABLE_KUBECONFIG, command_env
 
-ROOT = Path(__file__).resolve().parent.parent
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
 SERVERS = {
     "controller": ("controller", "--kubeconfig", "{d}/kubeconfig", "--port", "0"),
     "adapter": (
@@ -67,13 +58,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    env.pop("KUBECONFIG", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
 def _run_until(args: list[str], started: str, *, cwd: Path) -> tuple[int, str]:
     """Run ``hpa args`` until it logs ``started`` (or 20 s), then SIGTERM; (code, stderr)."""
     process = subprocess.Popen(
@@ -81,7 +65,7 @@ def _run_until(args: list[str], started: str, *, cwd: Path) -> tuple[int, str]:
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        env=_env(),
+        env=command_env(),
         cwd=cwd,
     )
     assert process.stderr is not None
@@ -122,7 +106,7 @@ def _check_json_lines(stderr: str) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
 def test_a_server_logs_json_lines_from_start_to_stop(server: str, tmp_path: Path) -> None:
-    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
     (tmp_path / "rules.yaml").write_text("rules: []\n")
     write_self_signed(tmp_path)
     args = [
@@ -143,7 +127,7 @@ def test_a_flag_mistake_is_a_json_line_too(server: str, tmp_path: Path) -> None:
         [sys.executable, "-m", "hpa", *_command(server), "--no-such-flag"],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=command_env(),
         cwd=tmp_path,
         timeout=60,
         check=False,

@@ -65,6 +65,21 @@ class _NamedPrintLoggerFactory:
         return _NamedPrintLogger(self._file or sys.stderr, name)
 
 
+class _StreamHandler(logging.Handler):
+    """The standard library's records, rendered by structlog, on ``file`` or on the stderr of
+    the moment (so a test's redirected stderr is honoured, and a closed one never written)."""
+
+    def __init__(self, file: TextIO | None) -> None:
+        super().__init__()
+        self._file = file
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            (self._file or sys.stderr).write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)
+
+
 def _add_logger_name(
     logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
@@ -130,7 +145,7 @@ def configure_logging(
         logger_factory=_NamedPrintLoggerFactory(file),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(file or sys.stderr)
+    handler = _StreamHandler(file)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
