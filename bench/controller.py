@@ -458,7 +458,7 @@ def quiet_logs(level: int) -> None:
 def reconciles_total(registry: CollectorRegistry) -> int:
     total = 0.0
     for family in registry.collect():
-        if family.name == "hpa_horizontal_controller_reconciliations":
+        if family.name == "horizontal_pod_autoscaler_controller_reconciliations":
             total += sum(s.value for s in family.samples if s.name.endswith("_total"))
     return int(total)
 

@@ -37,7 +37,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from adapter.server.cli import configure_logging
 from bench.controller import memory_bytes
 from hpa.controllers.conversion import hpa_from_dict
 from hpa.controllers.vertical.feeder import ClusterFeeder
@@ -49,6 +48,7 @@ from hpa.core.vpa.cluster import ClusterState, PodId
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.recommender import create_pod_resource_recommender
 from hpa.kube.informer import Store
+from hpa.kube.logs import configure_logging
 from hpa.kube.records import HpaRecord, PodRecord, parse_hpa, parse_pod, record_key
 from hpa.kube.targets import ControllerRecord, ScaleInfo, TargetResolver, parse_controller
 from hpa.kube.vpa_records import VpaRecord, parse_vpa

@@ -9,8 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+import structlog
 
 from hpa import __version__
+from hpa.kube.logs import configure_logging, configure_logging_from_args
+
+log = structlog.get_logger("hpa.cli")
 
 DESCRIPTION = """\
 hpa: a Kubernetes autoscaling stack.
@@ -20,9 +26,19 @@ adapter, a vertical autoscaler, and an offline simulator that replays load in vi
 """
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose mistakes (an unknown flag, a bad value) are one log line and exit 2: JSON
+    for a server command (its ``--log-format`` default), a console line otherwise."""
+
+    def error(self, message: str) -> NoReturn:
+        configure_logging(log_format=str(self.get_default("log_format") or "console"))
+        log.error("invalid_arguments", command=self.prog, error=message, help=f"{self.prog} -h")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = CommandParser(
         prog="hpa",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -108,12 +124,28 @@ def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.Argume
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    configure_logging_from_args(args)
+    if extras:  # the root parser finds them; the chosen command's log format reports them
+        command = " ".join(
+            ["hpa", *(w for w in (args.command, getattr(args, "vpa_command", None)) if w)]
+        )
+        log.error(
+            "invalid_arguments",
+            command=command,
+            error=f"unrecognized arguments: {' '.join(extras)}",
+            help=f"{command} -h",
+        )
+        return 2
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
     handler = getattr(args, "handler", None)
     if handler is None:  # a subcommand without a handler is a programming error
         parser.error(f"command {args.command!r} has no handler")
-    result: int = handler(args)
+    try:
+        result: int = handler(args)
+    except Exception:  # a role's own mistakes are one line from its main; this is a bug
+        log.exception("command_failed", command=args.command)
+        return 1
     return result

@@ -175,7 +175,7 @@ def build_app(server: Server) -> web.Application:
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
         api = api_label(info)
-        server.server_metrics.observe(api, response.status, seconds=seconds)
+        server.server_metrics.observe(info, response.status, method=request.method, seconds=seconds)
         user = request.get(USER)
         log.debug(
             "request",

@@ -20,12 +20,11 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import orjson
 import structlog
@@ -44,11 +43,12 @@ from adapter.server.explain import explain
 from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
 from adapter.server.reload import ReloadingMetrics
 from adapter.server.routing import MetricRequest, parse_metric_request
-from adapter.server.settings import Settings, add_flags, settings_from_args
+from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
 from adapter.server.telemetry import ServerMetrics
 from hpa import __version__
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.informer import Informer
+from hpa.kube.logs import INPUT_ERRORS
 from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.tls import ServingCertificates, write_self_signed
 
@@ -370,25 +370,6 @@ def add_command(commands: Any) -> None:
     explainer.set_defaults(handler=main_explain)
 
 
-def configure_logging(level: str, *, file: TextIO | None = None) -> None:
-    """structlog JSON lines on stderr (``level``: debug, info, warning, error); the process's
-    entry point calls it once."""
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
-        ),
-        logger_factory=structlog.PrintLoggerFactory(file or sys.stderr),
-        cache_logger_on_first_use=False,
-    )
-
-
 GC_YOUNG_THRESHOLD = 10_000
 """Allocations between young-generation collections in the adapter process (CPython: 700)."""
 
@@ -410,37 +391,36 @@ def tune_garbage_collector() -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
-        return 2
-    configure_logging(settings.log_level)
+    """``hpa adapter``: a mistake in the flags, the files they name or the rule file is one log
+    line and exit 2 (logging is configured by ``hpa.cli.main`` from ``--log-level``)."""
     stop = asyncio.Event()
 
-    async def run() -> None:
+    async def run(settings: Settings) -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(signum, stop.set)
         await serve(settings, stop=stop, started=lambda _port: tune_garbage_collector())
 
-    asyncio.run(run())
+    try:
+        settings = settings_from_args(args)
+        check_files(settings)
+        asyncio.run(run(settings))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
+        return 2
     return 0
 
 
 def main_explain(args: argparse.Namespace) -> int:
+    """``hpa adapter explain PATH``: the same one error path as :func:`main`."""
     try:
         settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
-        return 2
-    configure_logging(settings.log_level)
-    try:
+        check_files(settings)
         request = parse_metric_request(args.path)
-    except ValueError as error:
-        log.error("invalid_path", path=args.path, error=str(error))
+        document = asyncio.run(run_explain(settings, request))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
         return 2
-    document = asyncio.run(run_explain(settings, request))
     sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if document.get("verdict") == "served" else 1

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from adapter.prometheus.connection import check_header
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
 from hpa.core.duration import parse_duration_seconds
+from hpa.kube.logs import LogFormat, LogLevel, add_log_flags
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
@@ -94,6 +94,7 @@ class Settings:
       debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
       log_level: structlog JSON lines at this level and above (default ``info``; ``debug`` logs
         every request; ``--log-level``, our twin of klog's ``-v``).
+      log_format: ``json`` lines (default) or one ``console`` line per event (``--log-format``).
     """
 
     config: Path
@@ -133,7 +134,8 @@ class Settings:
     max_sample_age_seconds: float = MAX_DEFAULT_SAMPLE_AGE_SECONDS
     staleness_probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
     debug_endpoints: bool = True
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: LogLevel = "info"
+    log_format: LogFormat = "json"
 
     def __post_init__(self) -> None:
         if not 0 < self.authorization_cache_ttl_seconds <= 10:
@@ -240,14 +242,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "the same objects (0s: probe on every request)",
     )
     p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
-    p("--log-level", choices=("debug", "info", "warning", "error"), default=d.log_level)
+    add_log_flags(parser, default_level=d.log_level, default_format=d.log_format)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The frozen ``Settings`` of parsed flags (``ValueError`` on inconsistent values)."""
     if args.config is None:
         raise ValueError("--config is required")
-    return Settings(
+    settings = Settings(
         config=args.config,
         secure_port=args.secure_port,
         bind_address=args.bind_address,
@@ -282,4 +284,26 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         staleness_probe_reuse_seconds=args.staleness_probe_reuse,
         debug_endpoints=args.debug_endpoints,
         log_level=args.log_level,
+        log_format=args.log_format,
     )
+    return settings
+
+
+def check_files(settings: Settings) -> None:
+    """``ValueError`` naming the first flag whose file does not exist: checked when the process
+    starts, before anything connects, so the message names the file and not a later symptom."""
+    for flag, path in (
+        ("--config", settings.config),
+        ("--kubeconfig", settings.kubeconfig),
+        ("--tls-cert-file", settings.tls_cert_file),
+        ("--tls-private-key-file", settings.tls_private_key_file),
+        ("--client-ca-file", settings.client_ca_file),
+        ("--requestheader-client-ca-file", settings.requestheader_client_ca_file),
+        ("--prometheus-auth-config", settings.prometheus_auth_config),
+        ("--prometheus-ca-file", settings.prometheus_ca_file),
+        ("--prometheus-token-file", settings.prometheus_token_file),
+        ("--prometheus-client-tls-cert-file", settings.prometheus_client_tls_cert_file),
+        ("--prometheus-client-tls-key-file", settings.prometheus_client_tls_key_file),
+    ):
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{flag}: {path}: no such file")

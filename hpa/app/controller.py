@@ -91,6 +91,7 @@ from hpa.kube.events import EventRecorder
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import EventHandler, Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
+from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.kube.records import (
     HpaRecord,
     PodRecord,
@@ -183,6 +184,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--port", type=int, default=d.port, help="HTTP endpoint port, 0 disables (default 8080)"
     )
+    add_log_flags(group)
 
 
 def from_args(args: argparse.Namespace) -> ControllerAppSettings:
@@ -454,10 +456,10 @@ async def _run(settings: ControllerAppSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``controller`` subcommand's handler."""
+    """The ``controller`` subcommand's handler: a mistake in the flags or the files they name
+    (kubeconfig, rule file) is one ``invalid_input`` line and exit 2."""
     try:
-        settings = from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
+        return asyncio.run(_run(from_args(args)))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
         return 2
-    return asyncio.run(_run(settings))

@@ -33,7 +33,6 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.server.cli import configure_logging
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import history, inprocess_metrics
 from hpa.app.history import HistorySettings
@@ -64,6 +63,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
+from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.vpa_client import VpaClient
 from hpa.webhook.server import build_operations_app
@@ -173,7 +173,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=loop.hpa_awareness.value,
         help="leave the resources an HPA scales on alone (exclude), only report (warn), or off",
     )
-    add("--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level)
+    add_log_flags(parser, default_level="info")
     add_leader_election_flags(parser.add_argument_group("leader election"), d.leader)
     inprocess_metrics.add_flags(parser)
     history.add_flags(parser)
@@ -363,11 +363,10 @@ async def _run(settings: RecommenderAppSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``vpa recommender`` subcommand's handler."""
-    configure_logging(getattr(args, "log_level", "info"))
+    """The ``vpa recommender`` subcommand's handler: a mistake in the flags or the files they
+    name (kubeconfig, rule file) is one ``invalid_input`` line and exit 2."""
     try:
-        settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
+        return asyncio.run(_run(settings_from_args(args)))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
         return 2
-    return asyncio.run(_run(settings))

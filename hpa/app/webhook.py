@@ -34,7 +34,6 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.server.cli import configure_logging
 from hpa.app.leading import run_role, run_tasks, serve
 from hpa.app.vertical_informers import build_vertical_informers, scalers
 from hpa.core.duration import parse_duration_seconds
@@ -43,6 +42,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.leader import KubeLeaseStore, StatusLease
+from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.kube.tls import ServingCertificates
 from hpa.webhook.handler import AdmissionHandler
 from hpa.webhook.matcher import InformerVpaMatcher
@@ -99,9 +99,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=d.hpa_awareness.value,
         help="leave the resources an HPA scales on alone (exclude), only report (warn), or off",
     )
-    parser.add_argument(
-        "--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level
-    )
+    add_log_flags(parser, default_level="info")
     parser.add_argument("--status-lease-name", default=d.status_lease_name)
     parser.add_argument("--status-lease-namespace", default="")
     parser.add_argument("--status-lease-update-interval", default="10s", metavar="DURATION")
@@ -231,11 +229,10 @@ async def _run(settings: AdmissionSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``vpa admission`` subcommand's handler."""
-    configure_logging(getattr(args, "log_level", "info"))
+    """The ``vpa admission`` subcommand's handler: a mistake in the flags or the files they name
+    is one ``invalid_input`` line and exit 2."""
     try:
-        settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
+        return asyncio.run(_run(settings_from_args(args)))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
         return 2
-    return asyncio.run(_run(settings))

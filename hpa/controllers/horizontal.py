@@ -106,6 +106,7 @@ from hpa.metrics.transport import error_text
 
 __all__ = [
     "METRIC_PREFIX",
+    "UPSTREAM_METRIC_PREFIX",
     "HPASelectorStore",
     "HorizontalController",
     "HorizontalControllerMetrics",
@@ -132,8 +133,11 @@ def _debug_enabled() -> bool:
     return enabled
 
 
+UPSTREAM_METRIC_PREFIX = "horizontal_pod_autoscaler_controller_"
+"""kube-controller-manager's HPA metrics (``pkg/controller/podautoscaler/monitor/metrics.go``):
+same names, labels and buckets, so upstream's dashboards and alerts read ours."""
 METRIC_PREFIX = "hpa_horizontal_controller_"
-"""Our prefix for upstream's ``horizontal_pod_autoscaler_controller_`` metric family."""
+"""Our prefix, for the controller's metrics that upstream has no counterpart for."""
 
 
 Action = Literal["scale_up", "scale_down", "none"]
@@ -254,47 +258,54 @@ _UNOBSERVED = _Unobserved()
 
 
 class HorizontalControllerMetrics:
-    """Upstream's ``monitor`` family under :data:`METRIC_PREFIX`, plus ours, on one registry."""
+    """Upstream's ``monitor`` family under :data:`UPSTREAM_METRIC_PREFIX`, plus ours under
+    :data:`METRIC_PREFIX`, on one registry."""
 
     observed: bool = True
     """False for :meth:`unobserved` families: callers may skip computing label values."""
 
-    def __init__(self, registry: CollectorRegistry, *, prefix: str = METRIC_PREFIX) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        upstream_prefix: str = UPSTREAM_METRIC_PREFIX,
+        prefix: str = METRIC_PREFIX,
+    ) -> None:
         self.reconciliations = Counter(
-            f"{prefix}reconciliations_total",
+            f"{upstream_prefix}reconciliations_total",
             "Reconciliations, by action (scale_up, scale_down, none) and error (spec, internal, "
             "none).",
             ["action", "error"],
             registry=registry,
         )
         self.reconciliation_duration = Histogram(
-            f"{prefix}reconciliation_duration_seconds",
+            f"{upstream_prefix}reconciliation_duration_seconds",
             "Seconds one reconciliation took, by action and error.",
             ["action", "error"],
             buckets=_BUCKETS,
             registry=registry,
         )
         self.metric_computations = Counter(
-            f"{prefix}metric_computation_total",
+            f"{upstream_prefix}metric_computation_total",
             "Metric computations, by action, error and metric_type (spec.metrics[*].type).",
             ["action", "error", "metric_type"],
             registry=registry,
         )
         self.metric_computation_duration = Histogram(
-            f"{prefix}metric_computation_duration_seconds",
+            f"{upstream_prefix}metric_computation_duration_seconds",
             "Seconds one metric took to fetch, by action, error and metric_type.",
             ["action", "error", "metric_type"],
             buckets=_BUCKETS,
             registry=registry,
         )
         self.desired_replicas = Gauge(
-            f"{prefix}desired_replicas",
+            f"{upstream_prefix}desired_replicas",
             "Desired replica count of each HPA (what a dry run would set, in dry run).",
             ["namespace", "hpa_name"],
             registry=registry,
         )
         self.num_hpas = Gauge(
-            f"{prefix}num_horizontal_pod_autoscalers",
+            f"{upstream_prefix}num_horizontal_pod_autoscalers",
             "HPA objects this controller has state for.",
             registry=registry,
         )

@@ -38,6 +38,7 @@ import aiohttp
 import aiohttp.helpers
 import orjson
 import structlog
+import yaml
 from prometheus_client import CollectorRegistry, Counter
 from yarl import URL
 
@@ -585,6 +586,21 @@ class ClientSettings:
     max_connections: int = 100
 
 
+class KubeconfigError(ValueError):
+    """The kubeconfig (or in-cluster configuration) cannot be used; the message names it."""
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _check_kubeconfig_exists(path: str | None) -> None:
+    if path is not None and not os.path.isfile(path):
+        raise KubeconfigError(f"--kubeconfig: {path}: no such file")
+
+
 async def load_client(
     settings: ClientSettings,
     *,
@@ -598,16 +614,21 @@ async def load_client(
 
     configuration = k8s_client.Configuration()
     in_cluster = settings.kubeconfig_path is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    if in_cluster:
-        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration
-        )
-    else:
-        await k8s_config.load_kube_config(
-            config_file=settings.kubeconfig_path,
-            context=settings.context,
-            client_configuration=configuration,
-        )
+    _check_kubeconfig_exists(settings.kubeconfig_path)
+    try:
+        if in_cluster:
+            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+        else:
+            await k8s_config.load_kube_config(
+                config_file=settings.kubeconfig_path,
+                context=settings.context,
+                client_configuration=configuration,
+            )
+    except (k8s_config.ConfigException, OSError, yaml.YAMLError, TypeError, KeyError) as error:
+        where = "in-cluster config" if in_cluster else (settings.kubeconfig_path or "kubeconfig")
+        raise KubeconfigError(f"--kubeconfig: {where}: {_reason(error)}") from error
     configuration.connection_pool_maxsize = settings.max_connections
     api_client = k8s_client.ApiClient(configuration)
     pooled: aiohttp.ClientSession = api_client.rest_client.pool_manager

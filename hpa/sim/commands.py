@@ -23,10 +23,11 @@ import structlog
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.duration import format_duration
 from hpa.core.quantity import QuantityError, parse_quantity
+from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.sim.demo import run_demo
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.history import parse_time_seconds, prometheus_trace
-from hpa.sim.manifest import ManifestError, load_manifests
+from hpa.sim.manifest import load_manifests
 from hpa.sim.plot import PlotUnavailableError, plot_result
 from hpa.sim.progress import ProgressBar
 from hpa.sim.report import (
@@ -40,6 +41,8 @@ from hpa.sim.trace import SHAPES, LoadTrace, TraceError, parse_duration, read_cs
 from hpa.sim.workload import MetricPipeline, WorkloadModel
 
 __all__ = ["add_demo_parser", "add_simulate_parser", "quiet_controller_logs"]
+
+log = structlog.get_logger("hpa.sim")
 
 SIMULATE_DESCRIPTION = """\
 Replay a load trace through the real HPA controller in virtual time, for one or more HPA
@@ -136,7 +139,9 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         help="cpu while Running but not Ready (default 0)",
     )
     model.add_argument(
+        "--start-replicas",
         "--initial-replicas",
+        dest="initial_replicas",
         type=int,
         default=None,
         metavar="N",
@@ -238,7 +243,7 @@ def _config(args: argparse.Namespace) -> SimulationConfig:
         initial_readiness_delay_seconds=args.horizontal_pod_autoscaler_initial_readiness_delay,
     )
     if args.initial_replicas is not None and args.initial_replicas < 0:
-        raise ValueError("--initial-replicas must be >= 0")
+        raise ValueError(f"--start-replicas: {args.initial_replicas} must be >= 0")
     return SimulationConfig(
         workload=workload,
         pipeline=pipeline,
@@ -275,14 +280,24 @@ def _trace(args: argparse.Namespace) -> LoadTrace:
     return trace
 
 
+def _output_directory(path: Path) -> Path:
+    """``--output``: a directory that exists or can be made, checked before a simulation runs."""
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--output: {path}: exists and is not a directory")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _run_simulate(args: argparse.Namespace) -> int:
-    quiet_controller_logs()
+    """``hpa simulate``: a mistake in the manifests, the trace, the flags or ``--output`` is one
+    ``invalid_input`` line and exit 2, before anything is simulated."""
     try:
         manifests = load_manifests(args.manifests)
         trace = _trace(args)
         config = _config(args)
-    except (ManifestError, TraceError, ValueError) as error:
-        print(f"hpa simulate: error: {error}", file=sys.stderr)
+        out = _output_directory(args.output)
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
         return 2
     progress = ProgressBar(
         trace.duration_seconds,
@@ -297,8 +312,6 @@ def _run_simulate(args: argparse.Namespace) -> int:
     progress.close()
     cpu = time.process_time() - cpu_start
     wall = time.monotonic() - wall_start
-    out: Path = args.output
-    out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for run in result.runs:
         if args.format == "json":
@@ -398,12 +411,18 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         help="show a progress bar on stderr even when it is not a terminal",
     )
     _add_model_flags(parser)
+    add_log_flags(output, default_level="error", default_format="console")
     parser.set_defaults(handler=_run_simulate)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    quiet_controller_logs()
-    run_demo(args.output, stream=sys.stdout, quick=args.quick)
+    """``hpa demo``: an unusable ``--output`` is one ``invalid_input`` line and exit 2."""
+    try:
+        out = _output_directory(args.output)
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
+        return 2
+    run_demo(out, stream=sys.stdout, quick=args.quick)
     return 0
 
 
@@ -425,4 +444,5 @@ def add_demo_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--quick", action="store_true", help="a shorter diurnal scenario (6 h instead of 24 h)"
     )
+    add_log_flags(parser, default_level="error", default_format="console")
     parser.set_defaults(handler=_run_demo)

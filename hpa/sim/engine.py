@@ -92,7 +92,7 @@ class SimulationConfig:
             ("cpu initialization period", f"{s.cpu_initialization_period_seconds:g}s"),
             ("initial readiness delay", f"{s.initial_readiness_delay_seconds:g}s"),
             (
-                "initial replicas",
+                "start replicas",
                 "max(minReplicas, 1)"
                 if self.initial_replicas is None
                 else str(self.initial_replicas),
@@ -121,6 +121,8 @@ class HPARun:
     """CPU utilization the HPA aims at (see :func:`hpa.sim.manifest.target_utilization_percent`)."""
     timeline: list[TimelineRow]
     events: list[RecordedEvent]
+    start_replicas: int = 1
+    """Replicas at t=0 (``--start-replicas``, else ``max(minReplicas, 1)``)."""
     reconciles: int = 0
     errors: int = 0
     first_error: str | None = None
@@ -226,6 +228,7 @@ def _build(
         ),
         timeline=deployment.timeline,
         events=events.events,
+        start_replicas=replicas,
     )
     return _Simulated(run=run, key=key, deployment=deployment, controller=controller)
 

@@ -1,7 +1,9 @@
 """HPA manifests for the simulator: the ``autoscaling/v2`` YAML users apply, parsed and checked.
 
 Upstream counterpart: what ``kubectl apply`` and the API server do with a manifest before the
-controller sees it: decode (``hpa.api.autoscaling_v2`` models), validate
+controller sees it: decode strictly (``hpa.api.autoscaling_v2`` models; an unknown field such as
+``stabilisationWindowSeconds`` is an error naming its path, as ``kubectl apply``'s
+``strict decoding error: unknown field``), validate
 (``hpa.api.validation.validate_horizontal_pod_autoscaler``, upstream's
 ``ValidateHorizontalPodAutoscaler``, with its field paths and messages) and convert to the
 controller's view (``hpa.controllers.conversion.spec_from_model``).
@@ -27,6 +29,7 @@ import yaml
 from pydantic import ValidationError
 
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
+from hpa.api.base import unknown_fields
 from hpa.api.validation import validate_horizontal_pod_autoscaler
 from hpa.controllers.conversion import spec_from_model
 from hpa.controllers.ports import HorizontalPodAutoscalerObject
@@ -131,6 +134,9 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
     except ValidationError as error:
         first = error.errors()[0]
         raise ManifestError(f"{where}: {_location(dict(first))}: {first['msg']}") from error
+    unknown = sorted(unknown_fields(model))
+    if unknown:
+        raise ManifestError(f'{where}: strict decoding error: unknown field "{unknown[0]}"')
     if not model.metadata.namespace:
         model.metadata.namespace = "default"
     errors = validate_horizontal_pod_autoscaler(model)

@@ -1,8 +1,9 @@
 """Writing a simulation's results: timelines (CSV, JSON), the side-by-side summary table.
 
 Upstream counterpart: none (the simulator's output). Every output states the model's parameters
-(:meth:`hpa.sim.engine.SimulationConfig.describe`) and the trace it ran, so a result can be
-reproduced and compared.
+(:meth:`hpa.sim.engine.SimulationConfig.describe`), the trace it ran and what it assumes of each
+HPA (:func:`assumptions_text`: how each metric is driven, the start replicas, the tolerance band),
+so a result can be reproduced, compared and not over-read.
 
 Deliberate deviations: none (no upstream).
 """
@@ -16,13 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hpa.core.decision import tolerances_for_hpa
+from hpa.core.replicas import Tolerances
+from hpa.core.spec import MetricSourceType, MetricSpec
 from hpa.sim.engine import HPARun, SimulationResult
-from hpa.sim.summary import Summary, summarize
+from hpa.sim.summary import Summary, above_band_percent, summarize
 from hpa.sim.workload import moment
 
 __all__ = [
     "SUMMARY_LABELS",
     "TIMELINE_COLUMNS",
+    "assumptions_text",
     "file_stem",
     "format_seconds",
     "parameters_text",
@@ -143,16 +148,62 @@ def write_timeline_json(run: HPARun, path: Path, *, result: SimulationResult) ->
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
+def run_tolerances(result: SimulationResult, run: HPARun) -> Tolerances:
+    """The tolerance band the controller applied to ``run`` (the flag, or its behavior's)."""
+    return tolerances_for_hpa(run.manifest.hpa.spec.behavior, result.config.settings.horizontal)
+
+
 def summaries(result: SimulationResult) -> list[Summary]:
-    """One :class:`Summary` per run, in run order."""
+    """One :class:`Summary` per run, in run order ("time above target" is above the band)."""
     return [
         summarize(
             run.timeline,
             duration_seconds=result.duration_seconds,
             target_percent=run.target_percent,
+            tolerance=run_tolerances(result, run).scale_up,
         )
         for run in result.runs
     ]
+
+
+def _metric_name(metric: MetricSpec) -> str:
+    for source in (metric.pods, metric.object, metric.external):
+        if source is not None:
+            return source.metric.name
+    return ""
+
+
+def metric_driver(metric: MetricSpec, *, replayed: bool) -> str:
+    """How the simulator produces the values of one ``spec.metrics[*]`` entry."""
+    kind = metric.type
+    if kind in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+        return "cpu of each pod from the workload model (idle + cpu per request x its requests/s)"
+    name = _metric_name(metric)
+    if kind == MetricSourceType.PODS:
+        return f"{name!r}: each Ready pod's requests/s, whatever the metric's name"
+    if replayed:
+        return f"{name!r}: the recorded values, one per fetch"
+    return f"{name!r}: the offered load in requests/s (the trace), whatever the metric's name"
+
+
+def assumptions_text(result: SimulationResult) -> str:
+    """What the simulation assumes of each HPA, one block per HPA."""
+    replayed = result.config.replayed_metric_milli is not None
+    lines = ["assumptions:"]
+    for run in result.runs:
+        tolerances = run_tolerances(result, run)
+        band = (
+            f"usage/target within {1 - tolerances.scale_down:g}..{1 + tolerances.scale_up:g}"
+            " (no scaling inside)"
+        )
+        if run.target_percent is not None:
+            top = above_band_percent(run.target_percent, tolerances.scale_up)
+            band += f"; 'time above target' counts cpu utilization above {top:.3g}%"
+        lines.append(f"  {run.name}: starts at {run.start_replicas} replica(s); tolerance {band}")
+        for index, metric in enumerate(run.manifest.hpa.spec.metrics):
+            driver = metric_driver(metric, replayed=replayed)
+            lines.append(f"    metrics[{index}] {metric.type}: {driver}")
+    return "\n".join(lines)
 
 
 def _summary_rows(run: HPARun, summary: Summary) -> list[str]:
@@ -221,6 +272,7 @@ def parameters_text(result: SimulationResult) -> str:
     lines = [
         f"trace: {result.trace.description}, {format_seconds(result.duration_seconds)}",
         *(f"  {name.ljust(width)}  {value}" for name, value in described),
+        assumptions_text(result),
     ]
     return "\n".join(lines)
 

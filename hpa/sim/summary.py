@@ -6,7 +6,9 @@ one until the end of the run. Every statistic is exact over that step function:
 
 * ``pod_hours``: pods existing (Pending, starting or Ready) integrated over time (the cost);
 * ``above_target_seconds`` / ``above_target_share``: time with the Ready pods' CPU utilization
-  strictly above the HPA's target (under-provisioning); time with load but no Ready pod counts;
+  above the HPA's tolerance band, ``target * (1 + tolerance)`` (under-provisioning the controller
+  would act on; values inside the band are where it deliberately does nothing); time with load
+  but no Ready pod counts;
 * ``peak_utilization_percent``: the highest utilization of a Ready pod;
 * ``scale_events``, ``scale_ups``, ``scale_downs``; ``reversals``: scale events whose direction
   differs from the previous one (flapping);
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 from hpa.sim.workload import TimelineRow
 
-__all__ = ["DEFAULT_STEP_THRESHOLD_RATIO", "Summary", "summarize"]
+__all__ = ["DEFAULT_STEP_THRESHOLD_RATIO", "Summary", "above_band_percent", "summarize"]
 
 DEFAULT_STEP_THRESHOLD_RATIO = 0.2
 """A load step is a rise of at least 20 % from one timeline row to the next."""
@@ -73,14 +75,22 @@ def _above(row: TimelineRow, target_percent: float) -> bool:
     return row.utilization_percent > target_percent
 
 
+def above_band_percent(target_percent: float, tolerance: float) -> float:
+    """The utilization above which the controller scales up: the top of the tolerance band."""
+    return target_percent * (1 + tolerance)
+
+
 def summarize(
     timeline: Sequence[TimelineRow],
     *,
     duration_seconds: float,
     target_percent: float | None,
+    tolerance: float = 0.0,
     step_threshold_ratio: float = DEFAULT_STEP_THRESHOLD_RATIO,
 ) -> Summary:
-    """The statistics of ``timeline`` over ``[first row, duration_seconds)``."""
+    """The statistics of ``timeline`` over ``[first row, duration_seconds)``; ``tolerance`` is
+    the scale-up tolerance (``--horizontal-pod-autoscaler-tolerance`` or the behavior's)."""
+    band_top = None if target_percent is None else above_band_percent(target_percent, tolerance)
     if not timeline:
         raise ValueError("an empty timeline has no summary")
     start = timeline[0].t_seconds
@@ -112,7 +122,7 @@ def summarize(
         max_replicas = max(max_replicas, row.replicas)
         if row.utilization_percent is not None and dt > 0:
             peak = row.utilization_percent if peak is None else max(peak, row.utilization_percent)
-        if target_percent is not None and dt > 0 and _above(row, target_percent):
+        if band_top is not None and dt > 0 and _above(row, band_top):
             above_seconds += dt
         direction = _direction(row.event)
         if direction:

@@ -17,9 +17,10 @@ import pytest
 import structlog
 import yaml
 
-from adapter.server.cli import configure_logging, prometheus_connection, serve
+from adapter.server.cli import prometheus_connection, serve
 from adapter.server.settings import Settings, settings_from_args
 from hpa.cli import build_parser
+from hpa.kube.logs import configure_logging
 from tests.adapter.providers.scenario import (
     EVAL_SECONDS,
     RULES,
@@ -138,8 +139,8 @@ def test_duration_flags_fail_with_go_s_message_naming_the_flag(
 ) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["adapter", "--metrics-relist-interval=10 minutes"])
-    error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert error.endswith(
+    error = orjson.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert error["error"] == (
         'argument --metrics-relist-interval: time: unknown unit " minutes" in duration "10 minutes"'
     )
 
@@ -292,7 +293,8 @@ async def test_the_adapter_process_serves_through_front_proxy_authentication(
             stop.set()
             await asyncio.wait_for(task, 10)
     assert [(i["describedObject"]["name"], i["value"]) for i in body["items"]] == [("web-1", "4")]
-    assert "hpa_adapter_request_duration_seconds_bucket" in metrics_text
+    assert "apiserver_request_duration_seconds_bucket" in metrics_text
+    assert 'subresource="http_requests_per_second"' in metrics_text
     assert "prometheus_adapter_relists_total" in metrics_text
     assert "hpa_adapter_config_last_reload_successful 1.0" in metrics_text
     assert refused == 403

@@ -231,18 +231,21 @@ async def test_scale_up_writes_the_scale_once_records_the_event_and_the_status()
     assert h.hpas.status_writes[-1].observed_generation == 1
     assert (
         h.sample(
-            "hpa_horizontal_controller_reconciliations_total",
+            "horizontal_pod_autoscaler_controller_reconciliations_total",
             {"action": "scale_up", "error": "none"},
         )
         == 1.0
     )
     assert (
-        h.sample("hpa_horizontal_controller_desired_replicas", {"namespace": NS, "hpa_name": "web"})
+        h.sample(
+            "horizontal_pod_autoscaler_controller_desired_replicas",
+            {"namespace": NS, "hpa_name": "web"},
+        )
         == 4.0
     )
     assert (
         h.sample(
-            "hpa_horizontal_controller_metric_computation_total",
+            "horizontal_pod_autoscaler_controller_metric_computation_total",
             {"action": "scale_up", "error": "none", "metric_type": "Resource"},
         )
         == 1.0
@@ -331,7 +334,7 @@ async def test_failed_scale_get_sets_able_to_scale_false_and_writes_nothing_else
     assert h.scales.writes == []
     assert (
         h.sample(
-            "hpa_horizontal_controller_reconciliations_total",
+            "horizontal_pod_autoscaler_controller_reconciliations_total",
             {"action": "none", "error": "internal"},
         )
         == 1.0
@@ -493,7 +496,7 @@ async def test_each_metric_failure_kind_sets_its_condition_and_events(
     assert h.scales.writes == []
     assert (
         h.sample(
-            "hpa_horizontal_controller_metric_computation_total",
+            "horizontal_pod_autoscaler_controller_metric_computation_total",
             {"action": "none", "error": "internal", "metric_type": metric.type},
         )
         == 1.0
@@ -1066,7 +1069,7 @@ async def test_an_unexpected_exception_in_one_hpa_does_not_stop_the_others() -> 
         assert h.sample("hpa_horizontal_controller_queue_depth") == 0.0
         assert (
             h.sample(
-                "hpa_horizontal_controller_reconciliations_total",
+                "horizontal_pod_autoscaler_controller_reconciliations_total",
                 {"action": "none", "error": "internal"},
             )
             == 1.0
@@ -1087,7 +1090,10 @@ async def test_a_deleted_hpa_is_forgotten() -> None:
     assert h.controller.history(hpa.key) is None
     assert h.controller.debug_state() == {}
     assert (
-        h.sample("hpa_horizontal_controller_desired_replicas", {"namespace": NS, "hpa_name": "web"})
+        h.sample(
+            "horizontal_pod_autoscaler_controller_desired_replicas",
+            {"namespace": NS, "hpa_name": "web"},
+        )
         is None
     )
 
@@ -1122,8 +1128,14 @@ async def test_an_embedder_without_rendered_traces_or_metrics_sees_the_same_reco
     assert lean.controller.last_explanation(key) == rendered
     assert lean.controller.debug_state() == default.controller.debug_state()
     reconciled = {"action": "scale_up", "error": "none"}
-    assert default.sample("hpa_horizontal_controller_reconciliations_total", reconciled) == 1
-    assert lean.sample("hpa_horizontal_controller_reconciliations_total", reconciled) is None
+    assert (
+        default.sample("horizontal_pod_autoscaler_controller_reconciliations_total", reconciled)
+        == 1
+    )
+    assert (
+        lean.sample("horizontal_pod_autoscaler_controller_reconciliations_total", reconciled)
+        is None
+    )
 
 
 async def test_the_per_reconcile_debug_line_follows_the_configured_level() -> None:
@@ -1182,7 +1194,8 @@ async def test_an_unparsable_target_api_version_counts_as_a_spec_error() -> None
     assert report.error_label == "spec"
     assert (
         h.sample(
-            "hpa_horizontal_controller_reconciliations_total", {"action": "none", "error": "spec"}
+            "horizontal_pod_autoscaler_controller_reconciliations_total",
+            {"action": "none", "error": "spec"},
         )
         == 1.0
     )

@@ -53,7 +53,7 @@ def test_simulate_two_hpas_side_by_side_writes_timelines_summary_and_plot(
     assert "cpu per request/s" in printed  # every model parameter is stated
     assert "sync period" in printed
     header = printed.splitlines()
-    table_header = next(line for line in header if line.strip().startswith("fast"))
+    table_header = next(line for line in header if line.split()[:1] == ["fast"])
     assert "default" in table_header
     with (out / "fast.timeline.csv").open() as handle:
         rows = list(csv.DictReader(handle))
@@ -123,7 +123,8 @@ def test_simulate_reports_a_bad_manifest_with_its_field_path(
 
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith("hpa simulate: error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert "ERROR   hpa.sim: invalid_input error=" in err
     assert "bad.yaml: HorizontalPodAutoscaler is invalid: spec.maxReplicas" in err
 
 
@@ -163,6 +164,99 @@ def test_simulate_progress_bar_goes_to_stderr_when_asked(
     captured = capsys.readouterr()
     assert "100.0% of virtual time" in captured.err
     assert "simulating [" not in captured.out
+
+
+EXTERNAL_HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: queue, namespace: demo}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 20
+  metrics:
+  - type: External
+    external:
+      metric: {name: sqs_queue_depth}
+      target: {type: AverageValue, averageValue: "20"}
+  - type: Object
+    object:
+      describedObject: {apiVersion: v1, kind: Service, name: web}
+      metric: {name: latency_p99}
+      target: {type: Value, value: "300"}
+  behavior:
+    scaleUp: {tolerance: 0.05}
+"""
+
+
+def test_simulate_states_its_assumptions_and_start_replicas(
+    manifests: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = tmp_path / "queue.yaml"
+    queue.write_text(EXTERNAL_HPA)
+    out = tmp_path / "a"
+
+    code = main(
+        [
+            "simulate",
+            str(manifests[1]),
+            str(queue),
+            "--trace",
+            "step:duration=5m",
+            "--start-replicas",
+            "3",
+            "--no-plot",
+            "--output",
+            str(out),
+        ]
+    )
+
+    assert code == 0
+    printed = capsys.readouterr().out
+    summary = (out / "summary.md").read_text()
+    for text in (printed, summary):
+        assert "start replicas                      3" in text
+        assert "default: starts at 3 replica(s); tolerance usage/target within 0.9..1.1" in text
+        assert "'time above target' counts cpu utilization above 55%" in text
+        assert "queue: starts at 3 replica(s); tolerance usage/target within 0.9..1.05" in text
+        assert (
+            "metrics[0] External: 'sqs_queue_depth': the offered load in requests/s (the trace), "
+            "whatever the metric's name" in text
+        )
+        assert "metrics[1] Object: 'latency_p99': the offered load in requests/s" in text
+    rows = list(csv.DictReader((out / "default.timeline.csv").open()))
+    assert rows[0]["event"] == "scale 3 -> 4"  # the first sync starts from the 3 replicas
+
+
+def test_simulate_refuses_an_existing_file_as_output_before_simulating(
+    manifests: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+
+    code = main(["simulate", str(manifests[0]), "--trace", "step", "--output", str(taken)])
+
+    assert code == 2
+    captured = capsys.readouterr()
+    assert f"--output: {taken}: exists and is not a directory" in captured.err
+    assert captured.out == ""  # nothing simulated, nothing printed
+    assert taken.read_text() == "keep me"
+
+
+def test_simulate_reads_manifests_strictly_like_kubectl_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    misspelled = tmp_path / "misspelled.yaml"
+    misspelled.write_text(
+        hpa_manifest("web", behavior="scaleDown:\n  stabilisationWindowSeconds: 900")
+    )
+
+    assert main(["simulate", str(misspelled), "--trace", "step"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "misspelled.yaml: strict decoding error: unknown field "
+        '"spec.behavior.scaleDown.stabilisationWindowSeconds"' in err
+    )
 
 
 @pytest.mark.slow

@@ -56,6 +56,21 @@ def test_time_above_target_is_strictly_above_and_counts_load_without_ready_pods(
     assert summary.peak_utilization_percent == 80
 
 
+def test_time_above_target_excludes_the_tolerance_band() -> None:
+    timeline = [
+        row(0, util=54),  # inside 50 x (1 + 0.1): the controller does nothing, nor do we count
+        row(100, util=55),  # the band's edge: still inside (upstream scales only beyond it)
+        row(200, util=56),
+        row(300, util=20),
+    ]
+
+    within = summarize(timeline, duration_seconds=400, target_percent=50, tolerance=0.1)
+    strict = summarize(timeline, duration_seconds=400, target_percent=50)
+
+    assert within.above_target_seconds == 100
+    assert strict.above_target_seconds == 300
+
+
 def test_without_a_target_under_provisioning_is_not_reported() -> None:
     summary = summarize([row(0, util=90)], duration_seconds=60, target_percent=None)
 
