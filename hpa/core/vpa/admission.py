@@ -54,6 +54,7 @@ __all__ = [
     "PatchOperation",
     "admission_patches",
     "apply_patch",
+    "container_patch",
     "containers_resources_for_pod",
     "escape_json_pointer",
     "resource_update_patches",
@@ -153,7 +154,7 @@ def _containers_resources(
     return out
 
 
-def _container_patch(
+def container_patch(
     index: int,
     container: AdmissionContainer,
     resources: ContainerResources,
@@ -236,7 +237,7 @@ def resource_update_patches(
     patches: list[PatchOperation] = []
     updates = []
     for index, (container, wanted) in enumerate(zip(containers, resources, strict=True)):
-        container_patches, note = _container_patch(
+        container_patches, note = container_patch(
             index, container, wanted, annotations.get(container.name, ())
         )
         if container_patches:

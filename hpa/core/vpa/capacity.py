@@ -18,7 +18,7 @@ The estimate ignores taints, affinity, topology spread and extended resources; i
 of acting (a pod that fits by this count may still not schedule, exactly as without this rule).
 
 Pods of the ``system-cluster-critical`` and ``system-node-critical`` priority classes are never
-evicted unless the operator allows it (``--evict-system-critical-pods``).
+evicted unless the operator allows it (``hpa vpa updater --allow-evicting-system-critical``).
 """
 
 from __future__ import annotations
