@@ -24,6 +24,7 @@ from hpa.api.vpa import (
     resources_to_core,
 )
 from hpa.core.vpa.amount import Resources
+from hpa.core.vpa.boost import StartupBoostDurations
 from hpa.core.vpa.limitrange import LimitRangeEntry
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.policy import PodResourcePolicy
@@ -48,6 +49,10 @@ class VpaRecord:
     policy: PodResourcePolicy | None
     recommendation: tuple[RecommendedContainerResources, ...] | None
     policy_error: str = field(default="", compare=False)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    min_replicas: int | None = None
+    """``spec.updatePolicy.minReplicas``: overrides the updater's ``--min-replicas``."""
+    startup_boost: StartupBoostDurations = field(default_factory=StartupBoostDurations)
 
 
 def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
@@ -77,6 +82,17 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         else None
     )
     created = metadata.creation_timestamp
+    boost_durations = StartupBoostDurations(
+        pod=spec.startup_boost.cpu.duration_seconds
+        if spec.startup_boost is not None and spec.startup_boost.cpu is not None
+        else None,
+        containers={
+            p.container_name: p.startup_boost.cpu.duration_seconds
+            if p.startup_boost is not None and p.startup_boost.cpu is not None
+            else None
+            for p in (spec.resource_policy.container_policies if spec.resource_policy else ())
+        },
+    )
     return VpaRecord(
         namespace=namespace,
         name=metadata.name or "",
@@ -90,6 +106,9 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         policy=policy,
         recommendation=recommendation,
         policy_error=policy_error,
+        annotations=dict(metadata.annotations or {}),
+        min_replicas=spec.update_policy.min_replicas if spec.update_policy else None,
+        startup_boost=boost_durations,
     )
 
 
