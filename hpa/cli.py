@@ -65,8 +65,9 @@ def _add_adapter_command(commands: argparse._SubParsersAction[argparse.ArgumentP
 
 
 def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``hpa vpa admission``: the vertical autoscaler's parts (``hpa.app.webhook``)."""
-    from hpa.app import webhook
+    """``hpa vpa admission``, ``hpa vpa updater``: the vertical autoscaler's parts
+    (``hpa.app.webhook``, ``hpa.app.updater``)."""
+    from hpa.app import updater, webhook
 
     vpa = commands.add_parser(
         "vpa",
@@ -84,6 +85,17 @@ def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     webhook.add_flags(admission)
     admission.set_defaults(handler=webhook.main)
+    updater_part = parts.add_parser(
+        "updater",
+        help="apply VPA recommendations to running pods by eviction or in-place resize",
+        description=(
+            "Run the VPA updater: pods whose requests are far from their VPA's recommendation "
+            "are resized in place or evicted, within the eviction tolerance, PodDisruptionBudgets "
+            "and the cluster's free capacity (upstream flag names)."
+        ),
+    )
+    updater.add_flags(updater_part)
+    updater_part.set_defaults(handler=updater.main)
 
 
 def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -71,8 +71,7 @@ from hpa.controllers.api_ports import (
 from hpa.controllers.horizontal import HorizontalController
 from hpa.controllers.ports import MetricsClient, PodLister
 from hpa.controllers.queue import ItemExponentialFailureRateLimiter, QueueMetrics, WorkQueue
-from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.core.duration import DurationError, parse_duration_seconds
+from hpa.controllers.settings import HorizontalControllerSettings, duration_flag, switch_flag
 from hpa.kube import scale as kube_scale
 from hpa.kube import status as kube_status
 from hpa.kube.client import (
@@ -154,21 +153,6 @@ class ControllerAppSettings:
     with ``--metrics-source=inprocess`` (:mod:`hpa.app.inprocess_metrics`)."""
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration_seconds(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def _switch(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes", "on"):
-        return True
-    if text.lower() in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The role's flags: the controller's (upstream names) and the process's."""
     horizontal_flags.add_flags(parser)
@@ -179,28 +163,28 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--context", default=d.context, help="kubeconfig context")
     group.add_argument(
         "--leader-elect",
-        type=_switch,
+        type=switch_flag,
         default=d.leader_elect,
         metavar="BOOL",
         help="act only while holding the Lease (default true)",
     )
     group.add_argument(
         "--leader-elect-lease-duration",
-        type=_duration,
+        type=duration_flag,
         default=float(d.leader_elect_lease_duration_seconds),
         metavar="DURATION",
         help="Lease duration (default 15s)",
     )
     group.add_argument(
         "--leader-elect-renew-deadline",
-        type=_duration,
+        type=duration_flag,
         default=d.leader_elect_renew_deadline_seconds,
         metavar="DURATION",
         help="how long the leader retries renewing before it stops (default 10s)",
     )
     group.add_argument(
         "--leader-elect-retry-period",
-        type=_duration,
+        type=duration_flag,
         default=d.leader_elect_retry_period_seconds,
         metavar="DURATION",
         help="pause between Lease attempts (default 2s)",

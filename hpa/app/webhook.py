@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,16 +36,25 @@ from prometheus_client import CollectorRegistry
 
 from adapter.server.cli import configure_logging
 from hpa.app.signals import StopSignals
-from hpa.controllers.conversion import hpa_from_dict
+from hpa.app.vpa_wiring import (
+    HPA_PATH,
+    LIMIT_RANGE_PATH,
+    VPA_PATH,
+    InformerControllers,
+    controller_informers,
+    guarded,
+    informer_scalers,
+    serve,
+)
 from hpa.core.duration import parse_duration_seconds
-from hpa.core.vpa.awareness import HorizontalScaler, HpaAwareness
+from hpa.core.vpa.awareness import HpaAwareness
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.leader import KubeLeaseStore, StatusLease
 from hpa.kube.records import HpaRecord, parse_hpa
 from hpa.kube.scale import ResourceMapper, ScaleClient
-from hpa.kube.targets import ApiScaleReader, ControllerRecord, TargetResolver, parse_controller
+from hpa.kube.targets import ApiScaleReader, TargetResolver
 from hpa.kube.tls import ServingCertificates
 from hpa.kube.vpa_records import LimitRangeRecord, VpaRecord, parse_limit_range, parse_vpa
 from hpa.webhook.handler import AdmissionHandler
@@ -54,19 +62,6 @@ from hpa.webhook.matcher import InformerVpaMatcher
 from hpa.webhook.server import WebhookMetrics, build_operations_app, build_webhook_app
 
 log = structlog.get_logger("hpa.app.webhook")
-
-VPA_PATH = "/apis/autoscaling.k8s.io/v1/verticalpodautoscalers"
-LIMIT_RANGE_PATH = "/api/v1/limitranges"
-HPA_PATH = "/apis/autoscaling/v2/horizontalpodautoscalers"
-CONTROLLER_PATHS = {
-    "Deployment": "/apis/apps/v1/deployments",
-    "ReplicaSet": "/apis/apps/v1/replicasets",
-    "StatefulSet": "/apis/apps/v1/statefulsets",
-    "DaemonSet": "/apis/apps/v1/daemonsets",
-    "Job": "/apis/batch/v1/jobs",
-    "CronJob": "/apis/batch/v1/cronjobs",
-    "ReplicationController": "/api/v1/replicationcontrollers",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,34 +158,6 @@ def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
     )
 
 
-class _Controllers:
-    """``ControllerLookup`` over the well-known controllers' informer stores."""
-
-    def __init__(self, informers: dict[str, Informer[ControllerRecord]]) -> None:
-        self._informers = informers
-
-    def get(self, kind: str, namespace: str, name: str) -> ControllerRecord | None:
-        informer = self._informers.get(kind)
-        return None if informer is None else informer.store.get_by_name(namespace, name)
-
-
-def _scalers(
-    store_list: Callable[[str], list[HpaRecord]],
-) -> Callable[[str], Sequence[HorizontalScaler]]:
-    def scalers(namespace: str) -> Sequence[HorizontalScaler]:
-        out = []
-        for record in store_list(namespace):
-            try:
-                hpa = hpa_from_dict(record.raw)
-            except ValueError as error:
-                log.info("hpa_unreadable", hpa=f"{namespace}/{record.name}", error=str(error))
-                continue
-            out.append(HorizontalScaler(namespace, record.name, hpa.spec))
-        return out
-
-    return scalers
-
-
 @dataclass
 class AdmissionApp:
     settings: AdmissionSettings
@@ -204,27 +171,22 @@ class AdmissionApp:
     def ready(self) -> bool:
         return all(informer.has_synced() for informer in self.informers)
 
-    async def _serve(self, app: web.Application, host: str, port: int, *, tls: bool) -> None:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(
-                runner, host or None, port, ssl_context=self.certificates.context if tls else None
-            )
-            await site.start()
-            log.info("listening", host=host or "*", port=port, tls=tls)
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
-
     async def run(self) -> None:
         host, _, port = self.settings.address.rpartition(":")
         tasks: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             (f"informer {informer.path}", informer.run) for informer in self.informers
         ]
         tasks += [
-            ("webhook", lambda: self._serve(self.webhook, "", self.settings.port, tls=True)),
-            ("operations", lambda: self._serve(self.operations, host, int(port), tls=False)),
+            (
+                "webhook",
+                lambda: serve(
+                    self.webhook,
+                    "",
+                    self.settings.port,
+                    ssl_context=self.certificates.context,
+                ),
+            ),
+            ("operations", lambda: serve(self.operations, host, int(port))),
             ("status lease", self.status_lease.run),
             (
                 "certificates",
@@ -235,17 +197,7 @@ class AdmissionApp:
         ]
         async with asyncio.TaskGroup() as group:
             for name, run in tasks:
-                group.create_task(_guarded(name, run), name=name)
-
-
-async def _guarded(name: str, run: Callable[[], Awaitable[None]]) -> None:
-    try:
-        await run()
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("task_failed", task=name)
-        raise
+                group.create_task(guarded(name, run), name=name)
 
 
 def build_app(
@@ -260,18 +212,13 @@ def build_app(
         client, LIMIT_RANGE_PATH, parse=parse_limit_range, clock=clock
     )
     hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
-    controllers: dict[str, Informer[ControllerRecord]] = {
-        kind: Informer(
-            client, path, parse=functools.partial(parse_controller, kind=kind), clock=clock
-        )
-        for kind, path in CONTROLLER_PATHS.items()
-    }
+    controllers = controller_informers(client, clock=clock)
     scales = ScaleClient(client, ResourceMapper(client, clock=clock))
-    resolver = TargetResolver(_Controllers(controllers), ApiScaleReader(scales))
+    resolver = TargetResolver(InformerControllers(controllers), ApiScaleReader(scales))
     matcher = InformerVpaMatcher(
         vpas=vpa_informer.store.list_namespace,
         limit_ranges=limit_informer.store.list_namespace,
-        hpas=_scalers(hpa_informer.store.list_namespace),
+        hpas=informer_scalers(hpa_informer.store.list_namespace),
         resolver=resolver,
     )
     handler = AdmissionHandler(matcher, awareness=settings.hpa_awareness)

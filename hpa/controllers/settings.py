@@ -114,14 +114,14 @@ class HorizontalControllerSettings:
         )
 
 
-def _duration(text: str) -> float:
+def duration_flag(text: str) -> float:
     try:
         return parse_duration_seconds(text)
     except DurationError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def _switch(text: str) -> bool:
+def switch_flag(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "1", "yes", "on"):
         return True
@@ -136,7 +136,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("horizontal controller")
     group.add_argument(
         "--horizontal-pod-autoscaler-sync-period",
-        type=_duration,
+        type=duration_flag,
         default=d.sync_period_seconds,
         metavar="DURATION",
         help=f"period for syncing each HPA (default {format_duration(d.sync_period_seconds)})",
@@ -150,7 +150,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-downscale-stabilization",
-        type=_duration,
+        type=duration_flag,
         default=d.downscale_stabilization_seconds,
         metavar="DURATION",
         help="scale-down stabilization window "
@@ -158,7 +158,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-cpu-initialization-period",
-        type=_duration,
+        type=duration_flag,
         default=d.cpu_initialization_period_seconds,
         metavar="DURATION",
         help="after pod start, period in which CPU samples may be skipped "
@@ -166,7 +166,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-initial-readiness-delay",
-        type=_duration,
+        type=duration_flag,
         default=d.initial_readiness_delay_seconds,
         metavar="DURATION",
         help="after pod start, period in which readiness changes are initial readiness "
@@ -195,7 +195,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-metric-timeout",
-        type=_duration,
+        type=duration_flag,
         default=d.metric_timeout_seconds,
         metavar="DURATION",
         help=f"deadline of each metrics call (default {format_duration(d.metric_timeout_seconds)})",
@@ -216,14 +216,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-scale-to-zero",
-        type=_switch,
+        type=switch_flag,
         default=d.scale_to_zero_enabled,
         metavar="BOOL",
         help="feature gate HPAScaleToZero (default true)",
     )
     group.add_argument(
         "--horizontal-pod-autoscaler-configurable-tolerance",
-        type=_switch,
+        type=switch_flag,
         default=d.configurable_tolerance_enabled,
         metavar="BOOL",
         help="feature gate HPAConfigurableTolerance (default true)",
