@@ -45,8 +45,6 @@ import argparse
 import asyncio
 import functools
 import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +56,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
-from hpa.app.signals import StopSignals
+from hpa.app.election import leader_elector
+from hpa.app.signals import LeaseLostError, run_until_stopped
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.api_ports import (
     InformerHPALister,
@@ -85,7 +84,7 @@ from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.events import EventRecorder
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import EventHandler, Informer, wait_all_synced
-from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
+from hpa.kube.leader import LeaderElector
 from hpa.kube.records import (
     HpaRecord,
     PodRecord,
@@ -228,10 +227,6 @@ def from_args(args: argparse.Namespace) -> ControllerAppSettings:
 
 
 # ---------------------------------------------------------------------------------- the app
-
-
-class LeaseLostError(Exception):
-    """The Lease was lost; the process ends (like kube-controller-manager)."""
 
 
 @dataclass(slots=True)
@@ -403,24 +398,8 @@ def build_app(
         )
         for kind, path in WORKLOAD_PATHS.items()
     }
-    elector: LeaderElector | None = None
-    fence: Fence = Unfenced()
-    if settings.leader_elect:
-        elector = LeaderElector(
-            KubeLeaseStore(
-                client,
-                settings.leader_elect_resource_namespace,
-                settings.leader_elect_resource_name,
-            ),
-            LeaderElectionSettings(
-                identity=identity or f"{socket.gethostname()}_{uuid.uuid4()}",
-                lease_duration_seconds=settings.leader_elect_lease_duration_seconds,
-                renew_deadline_seconds=settings.leader_elect_renew_deadline_seconds,
-                retry_period_seconds=settings.leader_elect_retry_period_seconds,
-            ),
-            clock=clock,
-        )
-        fence = elector
+    elector = leader_elector(settings, client, identity=identity, clock=clock)
+    fence: Fence = elector if elector is not None else Unfenced()
     events = EventRecorder(client, clock=clock, fence=fence, registry=registry)
     pods = InformerPodLister(pod_informer.store)
     metrics: MetricsClient = RESTMetricsClient(
@@ -528,7 +507,6 @@ async def _run(settings: ControllerAppSettings) -> int:
         registry=registry,
         metrics_factory=source.factory if source is not None else None,
     )
-    signals = StopSignals()
     log.info(
         "controller_starting",
         dry_run=settings.horizontal.dry_run,
@@ -536,22 +514,13 @@ async def _run(settings: ControllerAppSettings) -> int:
         sync_period_seconds=settings.horizontal.sync_period_seconds,
         pid=os.getpid(),
     )
-    lost_lease = False
-    try:
-        try:
-            await app.run()
-        except* LeaseLostError as group:
-            lost_lease = True
-            log.error("controller_lost_lease", error=str(group.exceptions[0]))
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("controller_stopped")
-    finally:
+
+    async def close() -> None:
         await aclose_quietly(client)
         if source is not None:
             await source.aclose()
-    return 1 if lost_lease else 0
+
+    return await run_until_stopped(app.run, role="controller", close=close)
 
 
 def main(args: argparse.Namespace) -> int:

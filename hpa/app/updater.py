@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -37,8 +35,8 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.server.cli import configure_logging
-from hpa.app.signals import StopSignals
+from hpa.app.election import leader_elector
+from hpa.app.signals import LeaseLostError
 from hpa.app.vpa_wiring import (
     HPA_PATH,
     LIMIT_RANGE_PATH,
@@ -49,6 +47,7 @@ from hpa.app.vpa_wiring import (
     controller_informers,
     guarded,
     informer_scalers,
+    role_main,
     serve,
 )
 from hpa.controllers.settings import duration_flag, switch_flag
@@ -58,12 +57,12 @@ from hpa.core.conditions import Event
 from hpa.core.vpa.awareness import HorizontalScaler, HpaAwareness
 from hpa.core.vpa.capacity import NodeCapacity
 from hpa.core.vpa.update import ReplicaGroup, UpdateConfig
-from hpa.kube.client import ClientSettings, KubeClient, TokenBucket, aclose_quietly, load_client
-from hpa.kube.clock import Clock, SystemClock
+from hpa.kube.client import KubeClient, TokenBucket
+from hpa.kube.clock import Clock
 from hpa.kube.events import EventRecorder, ObjectReference
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import Informer
-from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
+from hpa.kube.leader import LeaderElectionSettings, LeaderElector
 from hpa.kube.pod_actions import KubeAdmissionStatus, KubePodActions
 from hpa.kube.records import HpaRecord, parse_hpa
 from hpa.kube.scale import ResourceMapper, ScaleClient
@@ -318,10 +317,6 @@ class _Events:
         self._recorder.record(ref, Event("Warning" if warning else "Normal", reason, message))
 
 
-class LeaseLostError(Exception):
-    """The Lease was lost; the process ends (upstream: ``klog.Fatal("lost master")``)."""
-
-
 @dataclass
 class UpdaterApp:
     settings: UpdaterSettings
@@ -394,24 +389,8 @@ def build_app(
     )
     hpa_informer: Informer[HpaRecord] = Informer(client, HPA_PATH, parse=parse_hpa, clock=clock)
     controllers = controller_informers(client, clock=clock)
-    elector: LeaderElector | None = None
-    fence: Fence = Unfenced()
-    if settings.leader_elect:
-        elector = LeaderElector(
-            KubeLeaseStore(
-                client,
-                settings.leader_elect_resource_namespace,
-                settings.leader_elect_resource_name,
-            ),
-            LeaderElectionSettings(
-                identity=identity or f"{socket.gethostname()}_{uuid.uuid4()}",
-                lease_duration_seconds=settings.leader_elect_lease_duration_seconds,
-                renew_deadline_seconds=settings.leader_elect_renew_deadline_seconds,
-                retry_period_seconds=settings.leader_elect_retry_period_seconds,
-            ),
-            clock=clock,
-        )
-        fence = elector
+    elector = leader_elector(settings, client, identity=identity, clock=clock)
+    fence: Fence = elector if elector is not None else Unfenced()
     events = EventRecorder(
         client, clock=clock, component=UPDATER_COMPONENT, fence=fence, registry=registry
     )
@@ -465,39 +444,14 @@ def build_app(
     return app
 
 
-async def _run(settings: UpdaterSettings) -> int:
-    clock = SystemClock()
-    registry = CollectorRegistry()
-    client = await load_client(
-        ClientSettings(kubeconfig_path=settings.kubeconfig, user_agent="hpa-vpa-updater"),
-        clock=clock,
-        registry=registry,
-    )
-    app = build_app(settings, client, clock=clock, registry=registry)
-    signals = StopSignals()
-    log.info("updater_starting", interval_seconds=settings.updater_interval_seconds)
-    lost = False
-    try:
-        try:
-            await app.run()
-        except* LeaseLostError as group:
-            lost = True
-            log.error("updater_lease_lost", error=str(group.exceptions[0]))
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("updater_stopped")
-    finally:
-        await aclose_quietly(client)
-    return 1 if lost else 0
-
-
 def main(args: argparse.Namespace) -> int:
     """The ``vpa updater`` subcommand's handler."""
-    configure_logging(getattr(args, "log_level", "info"))
-    try:
-        settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
-        return 2
-    return asyncio.run(_run(settings))
+    return role_main(
+        args,
+        settings_from_args=settings_from_args,
+        build=lambda settings, client, clock, registry: build_app(
+            settings, client, clock=clock, registry=registry
+        ),
+        user_agent="hpa-vpa-updater",
+        role="updater",
+    )

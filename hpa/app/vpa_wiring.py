@@ -9,18 +9,23 @@ controller kind).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
 
 import structlog
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
+from adapter.server.cli import configure_logging
+from hpa.app.signals import run_until_stopped
 from hpa.controllers.conversion import hpa_from_dict
 from hpa.core.vpa.awareness import HorizontalScaler
-from hpa.kube.client import KubeClient
-from hpa.kube.clock import Clock
+from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
+from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.records import HpaRecord
 from hpa.kube.targets import ControllerRecord, parse_controller
@@ -36,6 +41,8 @@ __all__ = [
     "controller_informers",
     "guarded",
     "informer_scalers",
+    "role_main",
+    "run_role",
     "serve",
 ]
 
@@ -125,3 +132,61 @@ async def serve(
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
+
+
+class _Role(Protocol):
+    async def run(self) -> None: ...
+
+
+async def run_role(
+    build: Callable[[KubeClient, Clock, CollectorRegistry], _Role],
+    *,
+    kubeconfig: str | None,
+    user_agent: str,
+    role: str,
+) -> int:
+    """Connect, build the role's app and run it until SIGTERM (0) or a lost Lease (1)."""
+    clock = SystemClock()
+    registry = CollectorRegistry()
+    client = await load_client(
+        ClientSettings(kubeconfig_path=kubeconfig, user_agent=user_agent),
+        clock=clock,
+        registry=registry,
+    )
+    app = build(client, clock, registry)
+    log.info("starting", role=role)
+    return await run_until_stopped(app.run, role=role, close=lambda: aclose_quietly(client))
+
+
+class _RoleSettings(Protocol):
+    @property
+    def kubeconfig(self) -> str | None: ...
+
+
+S = TypeVar("S", bound=_RoleSettings)
+
+
+def role_main(
+    args: argparse.Namespace,
+    *,
+    settings_from_args: Callable[[argparse.Namespace], S],
+    build: Callable[[S, KubeClient, Clock, CollectorRegistry], _Role],
+    user_agent: str,
+    role: str,
+) -> int:
+    """A VPA subcommand's handler: JSON logs, the settings (a flag out of range: one line, exit
+    2), then the role until it stops."""
+    configure_logging(getattr(args, "log_level", "info"))
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        log.error("invalid_settings", role=role, error=str(error))
+        return 2
+    return asyncio.run(
+        run_role(
+            lambda client, clock, registry: build(settings, client, clock, registry),
+            kubeconfig=settings.kubeconfig,
+            user_agent=user_agent,
+            role=role,
+        )
+    )

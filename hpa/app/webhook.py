@@ -34,8 +34,6 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.server.cli import configure_logging
-from hpa.app.signals import StopSignals
 from hpa.app.vpa_wiring import (
     HPA_PATH,
     LIMIT_RANGE_PATH,
@@ -44,12 +42,13 @@ from hpa.app.vpa_wiring import (
     controller_informers,
     guarded,
     informer_scalers,
+    role_main,
     serve,
 )
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HpaAwareness
-from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
-from hpa.kube.clock import Clock, SystemClock
+from hpa.kube.client import KubeClient
+from hpa.kube.clock import Clock
 from hpa.kube.informer import Informer
 from hpa.kube.leader import KubeLeaseStore, StatusLease
 from hpa.kube.records import HpaRecord, parse_hpa
@@ -245,34 +244,14 @@ def build_app(
     return app
 
 
-async def _run(settings: AdmissionSettings) -> int:
-    clock = SystemClock()
-    registry = CollectorRegistry()
-    client = await load_client(
-        ClientSettings(kubeconfig_path=settings.kubeconfig, user_agent="hpa-vpa-admission"),
-        clock=clock,
-        registry=registry,
-    )
-    app = build_app(settings, client, clock=clock, registry=registry)
-    signals = StopSignals()
-    log.info("admission_starting", port=settings.port, address=settings.address)
-    try:
-        await app.run()
-    except asyncio.CancelledError:
-        if not signals.requested:
-            raise
-        log.info("admission_stopped")
-    finally:
-        await aclose_quietly(client)
-    return 0
-
-
 def main(args: argparse.Namespace) -> int:
     """The ``vpa admission`` subcommand's handler."""
-    configure_logging(getattr(args, "log_level", "info"))
-    try:
-        settings = settings_from_args(args)
-    except ValueError as error:
-        log.error("invalid_settings", error=str(error))
-        return 2
-    return asyncio.run(_run(settings))
+    return role_main(
+        args,
+        settings_from_args=settings_from_args,
+        build=lambda settings, client, clock, registry: build_app(
+            settings, client, clock=clock, registry=registry
+        ),
+        user_agent="hpa-vpa-admission",
+        role="admission",
+    )

@@ -23,10 +23,11 @@ from hpa.api.vpa import (
     recommendation_to_core,
     resources_to_core,
 )
+from hpa.core.selector import Selector
 from hpa.core.vpa.amount import Resources
 from hpa.core.vpa.boost import StartupBoostDurations
 from hpa.core.vpa.limitrange import LimitRangeEntry
-from hpa.core.vpa.matching import ControllerKey
+from hpa.core.vpa.matching import ControllerKey, VpaTarget
 from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources
 
@@ -53,6 +54,19 @@ class VpaRecord:
     min_replicas: int | None = None
     """``spec.updatePolicy.minReplicas``: overrides the updater's ``--min-replicas``."""
     startup_boost: StartupBoostDurations = field(default_factory=StartupBoostDurations)
+
+    def matching_target(self, target: ControllerKey, selector: Selector | None) -> VpaTarget:
+        """The VPA as matching reads it (``target`` is its ``targetRef``, ``selector`` its
+        target's selector, None when it cannot be read)."""
+        return VpaTarget(
+            namespace=self.namespace,
+            name=self.name,
+            created=self.created,
+            target=target,
+            update_mode=self.update_mode,
+            has_startup_boost=self.has_startup_boost,
+            selector=selector,
+        )
 
 
 def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:

@@ -283,15 +283,7 @@ class Updater:
             except TargetError as error:
                 log.info("vpa_selector_unavailable", vpa=where, error=str(error))
                 continue
-            target = VpaTarget(
-                namespace=record.namespace,
-                name=record.name,
-                created=record.created,
-                target=record.target,
-                update_mode=record.update_mode,
-                has_startup_boost=record.has_startup_boost,
-                selector=selector,
-            )
+            target = record.matching_target(record.target, selector)
             out.append(_Vpa(record, plan, target))
         return out
 

@@ -37,7 +37,13 @@ from typing import Any
 
 from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources, quantity_text
 from hpa.core.vpa.awareness import HorizontalConflict, HpaAwareness, effective_controlled_resources
-from hpa.core.vpa.capping import LimitRangeItem, PodContainer, apply_capping, get_proportional_limit
+from hpa.core.vpa.capping import (
+    CappedRecommendation,
+    LimitRangeItem,
+    PodContainer,
+    apply_capping,
+    get_proportional_limit,
+)
 from hpa.core.vpa.policy import (
     ContainerControlledValues,
     PodResourcePolicy,
@@ -54,8 +60,10 @@ __all__ = [
     "PatchOperation",
     "admission_patches",
     "apply_patch",
+    "cap_for_pod",
     "container_patch",
     "containers_resources_for_pod",
+    "containers_resources_from_capped",
     "escape_json_pointer",
     "resource_update_patches",
 ]
@@ -183,6 +191,56 @@ def container_patch(
     return patches, f"container {index}: " + ", ".join(listed)
 
 
+def cap_for_pod(
+    containers: Sequence[AdmissionContainer],
+    recommendation: Sequence[RecommendedContainerResources] | None,
+    *,
+    policy: PodResourcePolicy | None,
+    container_limit_range: LimitRangeItem | None = None,
+    pod_limit_range: LimitRangeItem | None = None,
+) -> CappedRecommendation | None:
+    """The recommendation capped for this pod (``RecommendationProcessor.Apply``); None when the
+    VPA has no recommendation."""
+    if recommendation is None:
+        return None
+    return apply_capping(
+        recommendation,
+        policy=policy,
+        containers=[PodContainer(c.name, c.requests, c.limits) for c in containers],
+        container_limit_range=container_limit_range,
+        pod_limit_range=pod_limit_range,
+    )
+
+
+def containers_resources_from_capped(
+    containers: Sequence[AdmissionContainer],
+    capped: CappedRecommendation | None,
+    *,
+    update_mode_off: bool,
+    policy: PodResourcePolicy | None,
+    container_limit_range: LimitRangeItem | None = None,
+    conflicts: Sequence[HorizontalConflict] = (),
+    awareness: HpaAwareness = HpaAwareness.EXCLUDE,
+) -> tuple[list[ContainerResources], dict[str, list[str]]]:
+    """``GetContainersResources`` over an already capped recommendation (see
+    :func:`containers_resources_for_pod`)."""
+    capped_targets: tuple[RecommendedContainerResources, ...] = ()
+    annotations: dict[str, list[str]] = {}
+    if capped is not None:
+        capped_targets = capped.container_recommendations
+        annotations = {name: list(notes) for name, notes in capped.annotations.items()}
+    capped_targets = _without_horizontal(capped_targets, conflicts, awareness)
+    default_limit = container_limit_range.default if container_limit_range else NO_RESOURCES
+    resources = _containers_resources(
+        containers,
+        capped_targets,
+        annotations,
+        policy=None if update_mode_off else policy,
+        default_limit=default_limit,
+    )
+    return resources, annotations
+
+
 def containers_resources_for_pod(
     containers: Sequence[AdmissionContainer],
     *,
@@ -197,29 +255,22 @@ def containers_resources_for_pod(
     """``GetContainersResourcesForPod``: per container (1-1 with ``containers``) the requests and
     limits to set, and the capping annotations per container name. ``recommendation`` is the
     VPA's ``status.recommendation`` (None when it has none)."""
-    capped_targets: tuple[RecommendedContainerResources, ...] = ()
-    annotations: dict[str, list[str]] = {}
-    if recommendation is not None:
-        capped = apply_capping(
-            recommendation,
-            policy=policy,
-            containers=[PodContainer(c.name, c.requests, c.limits) for c in containers],
-            container_limit_range=container_limit_range,
-            pod_limit_range=pod_limit_range,
-        )
-        if capped is not None:
-            capped_targets = capped.container_recommendations
-            annotations = {name: list(notes) for name, notes in capped.annotations.items()}
-    capped_targets = _without_horizontal(capped_targets, conflicts, awareness)
-    default_limit = container_limit_range.default if container_limit_range else NO_RESOURCES
-    resources = _containers_resources(
+    capped = cap_for_pod(
         containers,
-        capped_targets,
-        annotations,
-        policy=None if update_mode_off else policy,
-        default_limit=default_limit,
+        recommendation,
+        policy=policy,
+        container_limit_range=container_limit_range,
+        pod_limit_range=pod_limit_range,
     )
-    return resources, annotations
+    return containers_resources_from_capped(
+        containers,
+        capped,
+        update_mode_off=update_mode_off,
+        policy=policy,
+        container_limit_range=container_limit_range,
+        conflicts=conflicts,
+        awareness=awareness,
+    )
 
 
 def resource_update_patches(

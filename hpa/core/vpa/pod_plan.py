@@ -27,14 +27,15 @@ from hpa.core.vpa.admission import (
     AdmissionContainer,
     ContainerResources,
     PatchOperation,
+    cap_for_pod,
     container_patch,
-    containers_resources_for_pod,
+    containers_resources_from_capped,
     escape_json_pointer,
 )
 from hpa.core.vpa.amount import ResourceName, Resources
 from hpa.core.vpa.awareness import HpaAwareness
 from hpa.core.vpa.boost import STARTUP_CPU_BOOST_ANNOTATION_PREFIX, original_resources
-from hpa.core.vpa.capping import LimitRangeItem, PodContainer, apply_capping
+from hpa.core.vpa.capping import LimitRangeItem
 from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources
 from hpa.core.vpa.update import ContainerRecommendation
@@ -102,10 +103,10 @@ def plan_pod(
     pod_limit_range: LimitRangeItem | None = None,
 ) -> PodPlan:
     """``recommendation`` is already restricted to the resources the updater may change."""
-    capped = apply_capping(
+    capped = cap_for_pod(
+        containers,
         recommendation,
         policy=policy,
-        containers=[PodContainer(c.name, c.requests, c.limits) for c in containers],
         container_limit_range=container_limit_range,
         pod_limit_range=pod_limit_range,
     )
@@ -115,13 +116,12 @@ def plan_pod(
         )
         for r in (capped.container_recommendations if capped is not None else ())
     )
-    resources, _ = containers_resources_for_pod(
+    resources, _ = containers_resources_from_capped(
         containers,
+        capped,
         update_mode_off=False,
-        recommendation=recommendation,
         policy=policy,
         container_limit_range=container_limit_range,
-        pod_limit_range=pod_limit_range,
         awareness=HpaAwareness.OFF,
     )
     total: dict[str, int] = {}

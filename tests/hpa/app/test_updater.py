@@ -90,12 +90,6 @@ async def stop(task: asyncio.Future[list[Any]]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def settle(server: FakeApiServer, app: UpdaterApp) -> None:
-    for _ in range(50):
-        await asyncio.sleep(0.01)
-    await app.events.flush()
-
-
 def evictions(server: FakeApiServer) -> list[str]:
     return [
         r.path.rsplit("/", 2)[1]
@@ -117,7 +111,7 @@ async def test_recreate_evicts_through_the_eviction_api(
         assert body["apiVersion"] == "policy/v1"
         assert body["kind"] == "Eviction"
         assert server.get_object("/api/v1", "pods", NS, "web-0") is None
-        await settle(server, app)
+        await app.events.flush()
         reasons = [
             (o["involvedObject"]["kind"], o["reason"], o["source"]["component"])
             for (_, plural, _, _), o in server.objects.items()
@@ -237,3 +231,47 @@ def test_upstream_defaults() -> None:
     assert settings.leader_elect_resource_name == "vpa-updater"
     assert settings.status_lease_name == "vpa-admission-controller"
     assert isinstance(settings, UpdaterSettings)
+
+
+class ParkingClock(FakeClock):
+    """Tells when the loop parks on its interval."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parked = asyncio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == 60.0:
+            self.parked.set()
+        await super().sleep(seconds)
+
+    async def wait_parked(self) -> None:
+        await asyncio.wait_for(self.parked.wait(), 5)
+        self.parked.clear()
+
+
+@pytest.mark.parametrize("leader_elect", [False, True])
+async def test_the_loop_runs_every_interval_only_while_leading(
+    served: tuple[FakeApiServer, KubeClient], leader_elect: bool
+) -> None:
+    server, client = served
+    seed(server)
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    settings = settings_from_args(parser.parse_args(["--leader-elect", str(leader_elect)]))
+    clock = ParkingClock()
+    app = build_app(settings, client, clock=clock, registry=CollectorRegistry(), identity="me")
+    informers = asyncio.gather(*(informer.run() for informer in app.informers))
+    loop = asyncio.create_task(app.loop())
+    try:
+        await wait_all_synced(app.informers)
+        await clock.wait_parked()
+        assert app.loops == (0 if leader_elect else 1)
+        await clock.advance(60)
+        await clock.wait_parked()
+        assert app.loops == (0 if leader_elect else 2)
+        assert app.leading() is not leader_elect
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        await stop(informers)
