@@ -343,8 +343,8 @@ class UpdaterApp:
             if self.leading():
                 try:
                     await self.updater.run_once()
-                except (ValueError, KeyError) as error:
-                    log.error("updater_loop_failed", error=str(error))
+                except Exception as error:  # noqa: BLE001 - the next loop starts afresh
+                    log.error("updater_loop_failed", error=repr(error))
                 self.loops += 1
             await self.clock.sleep(self.settings.updater_interval_seconds)
 

@@ -344,11 +344,11 @@ class Updater:
                 continue
             try:
                 await self._update_vpa(vpa, members, nodes, placed, now, counts)
-            except (ValueError, TargetError) as error:
-                log.warning(
+            except Exception as error:  # noqa: BLE001 - one VPA's failure never stops the loop
+                log.error(
                     "vpa_update_failed",
                     vpa=f"{vpa.record.namespace}/{vpa.record.name}",
-                    error=str(error),
+                    error=repr(error),
                 )
         self._metrics.observe(counts)
 

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from hpa.controllers.vertical.updater import Updater, UpdaterConfig
 from hpa.controllers.vertical.updater_metrics import UpdaterMetrics
 from hpa.core.vpa.awareness import HpaAwareness
+from hpa.core.vpa.update import ReplicaGroup
 from hpa.kube.pod_actions import PodActionError
 from tests.fakes.clock import FakeClock
 from tests.fakes.vpa_updater import (
@@ -21,15 +22,24 @@ from tests.fakes.vpa_updater import (
     FakePodActions,
     FakeUpdaterEvents,
     Unlimited,
+    deployment,
     node,
     pod,
+    replica_set,
     vpa,
 )
 
 
 class World:
-    def __init__(self, *, replicas: int = 3, pods: int = 3, **config: Any) -> None:
-        self.cluster = FakeCluster()
+    def __init__(
+        self,
+        *,
+        replicas: int = 3,
+        pods: int = 3,
+        cluster: FakeCluster | None = None,
+        **config: Any,
+    ) -> None:
+        self.cluster = cluster or FakeCluster()
         self.cluster.put_workload(replicas=replicas)
         self.cluster.put_node(node())
         for i in range(pods):
@@ -490,3 +500,22 @@ async def test_a_vpa_whose_target_does_not_exist_is_skipped() -> None:
     world.cluster.put_vpa(vpa())
     await world.updater.run_once()
     assert world.actions.calls == []
+
+
+class BrokenReplicaSet(FakeCluster):
+    def replicas(self, group: ReplicaGroup) -> int | None:
+        if group.name == "web-rs":
+            raise RuntimeError("replica count unavailable")
+        return super().replicas(group)
+
+
+async def test_one_vpas_failure_does_not_stop_the_others() -> None:
+    world = World(cluster=BrokenReplicaSet())
+    world.cluster.put_controller("Deployment", deployment("api"))
+    world.cluster.put_controller("ReplicaSet", replica_set("api-rs", owner="api"))
+    for i in range(3):
+        world.cluster.put_pod(pod(f"api-{i}", owner="api-rs", app="api"))
+    world.cluster.put_vpa(vpa("api"))
+    world.cluster.put_vpa(vpa("web"))
+    await world.updater.run_once()
+    assert world.actions.evicted == ["api-0"]
