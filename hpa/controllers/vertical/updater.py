@@ -62,9 +62,10 @@ from hpa.core.vpa.awareness import (
 )
 from hpa.core.vpa.boost import expired_boost_annotations
 from hpa.core.vpa.capacity import (
+    CapacityIndex,
     CapacityVerdict,
-    NodeCapacity,
     PlacedPod,
+    capacity_index,
     capacity_verdict,
     is_system_critical,
 )
@@ -178,8 +179,7 @@ class _Context:
     policy: PodResourcePolicy | None
     container_limit_range: LimitRangeItem | None
     pod_limit_range: LimitRangeItem | None
-    nodes: Sequence[NodeCapacity]
-    placed: Sequence[PlacedPod]
+    capacity: CapacityIndex
     now: datetime
     counts: LoopCounts
     plans: dict[str, PodPlan] = field(default_factory=dict)
@@ -312,20 +312,21 @@ class Updater:
         if not vpas:
             log.info("no_vpa_objects_to_process")
             return
-        by_namespace: dict[str, list[_Vpa]] = {}
+        namespaces = {vpa.record.namespace for vpa in vpas}
+        by_target: dict[tuple[str, str, str], list[VpaTarget]] = {}
         for vpa in vpas:
-            by_namespace.setdefault(vpa.record.namespace, []).append(vpa)
+            by_target.setdefault(vpa.target.target.index_key(), []).append(vpa.target)
         pods = [p for p in self._view.pods() if not p.deleted]
         controlled: dict[tuple[str, str], list[UpdaterPodRecord]] = {}
         parents: dict[tuple[str, str, str], ControllerKey | None] = {}
         for pod in pods:
-            candidates = by_namespace.get(pod.namespace)
-            if not candidates:
+            if pod.namespace not in namespaces:
                 continue
             parent = await self._parent(pod, parents)
-            chosen = matching_vpa(
-                pod.namespace, pod.labels, parent, [v.target for v in candidates], skip_off=False
-            )
+            if parent is None:
+                continue
+            candidates = by_target.get(parent.index_key(), [])
+            chosen = matching_vpa(pod.namespace, pod.labels, parent, candidates, skip_off=False)
             if chosen is not None:
                 controlled.setdefault((chosen.namespace, chosen.name), []).append(pod)
         live_uids = {p.uid for p in pods}
@@ -334,8 +335,9 @@ class Updater:
             del self.infeasible_attempts[uid]
         for pid in [p for p in self.last_in_place_attempt if p not in live_ids]:
             del self.last_in_place_attempt[pid]
-        nodes = list(self._view.nodes())
-        placed = [p.placed for p in pods if p.placed is not None]
+        capacity = capacity_index(
+            self._view.nodes(), (p.placed for p in pods if p.placed is not None)
+        )
         now = self._clock.now()
         counts = LoopCounts()
         for vpa in sorted(vpas, key=lambda v: (v.record.namespace, v.record.name)):
@@ -343,7 +345,7 @@ class Updater:
             if not members:
                 continue
             try:
-                await self._update_vpa(vpa, members, nodes, placed, now, counts)
+                await self._update_vpa(vpa, members, capacity, now, counts)
             except Exception as error:  # noqa: BLE001 - one VPA's failure never stops the loop
                 log.error(
                     "vpa_update_failed",
@@ -370,8 +372,7 @@ class Updater:
         self,
         vpa: _Vpa,
         members: list[UpdaterPodRecord],
-        nodes: Sequence[NodeCapacity],
-        placed: Sequence[PlacedPod],
+        capacity: CapacityIndex,
         now: datetime,
         counts: LoopCounts,
     ) -> None:
@@ -415,8 +416,7 @@ class Updater:
             policy=record.policy,
             container_limit_range=merge_limit_range_items(entries, "Container"),
             pod_limit_range=merge_limit_range_items(entries, "Pod"),
-            nodes=nodes,
-            placed=placed,
+            capacity=capacity,
             now=now,
             counts=counts,
         )
@@ -711,8 +711,7 @@ class Updater:
         verdict = capacity_verdict(
             me,
             plan.new_requests_milli,
-            nodes=ctx.nodes,
-            placed=ctx.placed,
+            index=ctx.capacity,
             can_preempt=not in_place and pod.preemption_policy != "Never",
             in_place=in_place,
         )
