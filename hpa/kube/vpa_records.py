@@ -54,6 +54,9 @@ class VpaRecord:
     min_replicas: int | None = None
     """``spec.updatePolicy.minReplicas``: overrides the updater's ``--min-replicas``."""
     startup_boost: StartupBoostDurations = field(default_factory=StartupBoostDurations)
+    evict_after_oom_seconds: int | None = None
+    """``spec.updatePolicy.evictAfterOOMSeconds`` (``PerVPAConfig``): overrides the updater's
+    ``--evict-after-oom-threshold``."""
 
     def matching_target(self, target: ControllerKey, selector: Selector | None) -> VpaTarget:
         """The VPA as matching reads it (``target`` is its ``targetRef``, ``selector`` its
@@ -122,6 +125,9 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         policy_error=policy_error,
         annotations=dict(metadata.annotations or {}),
         min_replicas=spec.update_policy.min_replicas if spec.update_policy else None,
+        evict_after_oom_seconds=spec.update_policy.evict_after_oom_seconds
+        if spec.update_policy
+        else None,
         startup_boost=boost_durations,
     )
 

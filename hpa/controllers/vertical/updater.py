@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import structlog
@@ -481,6 +481,9 @@ class Updater:
         if ctx.recommendation is None:
             return []
         config = self.config.update
+        threshold = config.evict_after_oom_threshold
+        if ctx.vpa.record.evict_after_oom_seconds is not None:  # getEvictOOMThreshold
+            threshold = timedelta(seconds=ctx.vpa.record.evict_after_oom_seconds)
         queued = []
         by_key = {}
         for pod in pods:
@@ -496,9 +499,7 @@ class Updater:
                 if (policy := get_container_resource_policy(c.name, ctx.policy)) is not None
                 and policy.mode is ContainerScalingMode.OFF
             )
-            oomed = quick_oom(
-                pod.pod, now=ctx.now, threshold=config.evict_after_oom_threshold, off_containers=off
-            )
+            oomed = quick_oom(pod.pod, now=ctx.now, threshold=threshold, off_containers=off)
             if admit_for_update(pod.pod, priority, now=ctx.now, config=config, quick_oomed=oomed):
                 queued.append((pod.pod, priority))
                 by_key[(pod.namespace, pod.name)] = pod

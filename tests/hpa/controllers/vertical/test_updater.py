@@ -519,3 +519,39 @@ async def test_one_vpas_failure_does_not_stop_the_others() -> None:
     world.cluster.put_vpa(vpa("web"))
     await world.updater.run_once()
     assert world.actions.evicted == ["api-0"]
+
+
+def oom_killed(name: str) -> dict[str, Any]:
+    """A pod whose container was OOM-killed a minute after it started, a minute ago."""
+    data = pod(name)
+    data["status"]["containerStatuses"] = [
+        {
+            "name": "app",
+            "lastState": {
+                "terminated": {
+                    "reason": "OOMKilled",
+                    "startedAt": "2025-12-31T23:58:00Z",
+                    "finishedAt": "2025-12-31T23:59:00Z",
+                }
+            },
+        }
+    ]
+    return data
+
+
+@pytest.mark.parametrize(("evict_after_oom_seconds", "evicted"), [(None, ["web-0"]), (30, [])])
+async def test_a_quick_oom_makes_a_small_change_worth_it_within_the_vpas_threshold(
+    evict_after_oom_seconds: int | None, evicted: list[str]
+) -> None:
+    world = World()
+    world.cluster.put_pod(oom_killed("web-0"))
+    policy: dict[str, Any] = {"updateMode": "Recreate"}
+    if evict_after_oom_seconds is not None:
+        policy["evictAfterOOMSeconds"] = evict_after_oom_seconds
+    small = {"cpu": "105m", "memory": "128Mi"}
+    wide = ({"cpu": "50m", "memory": "64Mi"}, {"cpu": "1", "memory": "1Gi"})
+    world.cluster.put_vpa(
+        vpa(target=small, lower=wide[0], upper=wide[1], extra_spec={"updatePolicy": policy})
+    )
+    await world.updater.run_once()
+    assert world.actions.evicted == evicted
