@@ -327,9 +327,18 @@ class UpdaterApp:
     clock: Clock
     elector: LeaderElector | None = None
     loops: int = 0
+    last_loop_monotonic: float | None = None
 
     def ready(self) -> bool:
         return all(informer.has_synced() for informer in self.informers)
+
+    def healthy(self) -> bool:
+        """``metrics.NewHealthCheck(updaterInterval * 5)``: unhealthy when, while leading, no loop
+        finished for five intervals (a stuck loop restarts the process)."""
+        if self.last_loop_monotonic is None or not self.leading():
+            return True
+        stalled = self.clock.monotonic() - self.last_loop_monotonic
+        return stalled <= 5 * self.settings.updater_interval_seconds
 
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader()
@@ -346,6 +355,7 @@ class UpdaterApp:
                 except Exception as error:  # noqa: BLE001 - the next loop starts afresh
                     log.error("updater_loop_failed", error=repr(error))
                 self.loops += 1
+            self.last_loop_monotonic = self.clock.monotonic()
             await self.clock.sleep(self.settings.updater_interval_seconds)
 
     async def election(self) -> None:
@@ -437,7 +447,9 @@ def build_app(
         informers=informers,
         updater=updater,
         events=events,
-        operations=build_operations_app(registry=registry, ready=lambda: app.ready()),
+        operations=build_operations_app(
+            registry=registry, ready=lambda: app.ready(), healthy=lambda: app.healthy()
+        ),
         clock=clock,
         elector=elector,
     )

@@ -275,3 +275,23 @@ async def test_the_loop_runs_every_interval_only_while_leading(
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
         await stop(informers)
+
+
+async def test_healthz_fails_once_the_loop_has_stalled_for_five_intervals(
+    served: tuple[FakeApiServer, KubeClient],
+) -> None:
+    _, client = served
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    settings = settings_from_args(parser.parse_args(["--updater-interval", "1m"]))
+    clock = FakeClock()
+    app = build_app(settings, client, clock=clock, registry=CollectorRegistry())
+    async with TestClient(TestServer(app.operations)) as http:
+        assert (await http.get("/healthz")).status == 200  # no loop yet: still starting
+        app.last_loop_monotonic = clock.monotonic()
+        await clock.advance(300)
+        assert (await http.get("/healthz")).status == 200
+        await clock.advance(1)
+        response = await http.get("/healthz")
+        assert response.status == 500
+        assert await response.text() == "[-]stalled\n"
