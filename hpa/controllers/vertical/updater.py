@@ -193,7 +193,14 @@ class _Context:
         return str(vpa_size_log2(self.size))
 
     @property
+    def mode(self) -> str:
+        """How this loop applies the recommendation (the VPA's mode combined with its
+        per-resource modes)."""
+        return self.vpa.plan.mode or ""
+
+    @property
     def mode_label(self) -> str:
+        """The VPA's own mode, as upstream labels its metrics."""
         return get_update_mode(self.vpa.record.update_mode)
 
     @property
@@ -445,9 +452,7 @@ class Updater:
                 in_place_updated = in_place_updated or outcome == "resized"
         else:
             evictable = [
-                p
-                for p in available
-                if restriction.can_evict(p.pod) and not self._critical(ctx, p, quiet=True)
+                p for p in available if restriction.can_evict(p.pod) and not self._critical(ctx, p)
             ]
             for_eviction = self._ordered(ctx, evictable)
             counts.evictable[(ctx.log2, ctx.mode_label)] += len(for_eviction)
@@ -488,7 +493,7 @@ class Updater:
         by_key = {}
         for pod in pods:
             plan = self._plan(ctx, pod)
-            if ctx.mode_label == UpdateMode.IN_PLACE.value:
+            if ctx.mode == UpdateMode.IN_PLACE.value:
                 last = self.infeasible_attempts.get(pod.uid)
                 if last is not None and not has_lower_resource_recommendation(last, plan.ranked):
                     continue
@@ -511,7 +516,7 @@ class Updater:
         plan = self._plan(ctx, pod) if ctx.recommendation is not None else None
         return ctx.restriction.can_in_place_update(
             pod.pod,
-            update_mode=ctx.mode_label,
+            update_mode=ctx.mode,
             recommendation=None if plan is None else plan.ranked,
             infeasible_attempt=self.infeasible_attempts.get(pod.uid),
         )
@@ -519,7 +524,7 @@ class Updater:
     def _in_place_ok(self, ctx: _Context, pod: UpdaterPodRecord) -> bool:
         """``filterNonInPlaceUpdatablePods``."""
         decision = self._decision(ctx, pod)
-        in_place_only = ctx.mode_label == UpdateMode.IN_PLACE.value
+        in_place_only = ctx.mode == UpdateMode.IN_PLACE.value
         if decision is InPlaceDecision.APPROVED:
             return True
         if decision in (InPlaceDecision.INFEASIBLE, InPlaceDecision.DEFERRED):
@@ -650,25 +655,25 @@ class Updater:
 
     # ------------------------------------------------------------------ eviction
 
-    def _critical(self, ctx: _Context, pod: UpdaterPodRecord, *, quiet: bool = False) -> bool:
+    def _critical(self, ctx: _Context, pod: UpdaterPodRecord) -> bool:
+        """A system-critical pod that may not be evicted (logged and counted)."""
         if self.config.allow_evicting_system_critical or not is_system_critical(
             pod.priority_class_name
         ):
             return False
-        if quiet:
-            log.info(
-                "system_critical_pod_not_evicted",
-                pod=f"{pod.namespace}/{pod.name}",
-                priority_class=pod.priority_class_name,
-            )
-            self._metrics.system_critical_skipped.labels(ctx.name, ctx.namespace).inc()
+        log.info(
+            "system_critical_pod_not_evicted",
+            pod=f"{pod.namespace}/{pod.name}",
+            priority_class=pod.priority_class_name,
+        )
+        self._metrics.system_critical_skipped.labels(ctx.name, ctx.namespace).inc()
         return True
 
     async def _evict(self, ctx: _Context, pod: UpdaterPodRecord) -> bool:
         where = f"{pod.namespace}/{pod.name}"
         if not ctx.restriction.can_evict(pod.pod):
             return False
-        if self._critical(ctx, pod, quiet=True):
+        if self._critical(ctx, pod):
             return False
         if not self._fits(ctx, pod, self._plan(ctx, pod), in_place=False):
             return False

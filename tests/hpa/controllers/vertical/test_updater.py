@@ -555,3 +555,25 @@ async def test_a_quick_oom_makes_a_small_change_worth_it_within_the_vpas_thresho
     )
     await world.updater.run_once()
     assert world.actions.evicted == evicted
+
+
+async def test_a_resource_marked_in_place_never_causes_an_eviction() -> None:
+    world = World()
+    world.cluster.put_vpa(
+        vpa(mode="Recreate", annotations={"vpa.hpa.dev/resource-update-modes": "cpu=InPlace"})
+    )
+    world.cluster.put_pod(pod("web-0", conditions=[INFEASIBLE]))
+    at_target(world)
+    await world.updater.run_once()
+    assert world.actions.evicted == []
+    assert "uid-web-0" in world.updater.infeasible_attempts
+
+
+async def test_each_system_critical_pod_kept_is_counted_once() -> None:
+    world = World()
+    for i in range(3):
+        world.cluster.put_pod(pod(f"web-{i}", priority_class="system-cluster-critical"))
+    world.cluster.put_vpa(vpa())
+    await world.updater.run_once()
+    labels = {"vpa_name": "web", "vpa_namespace": NS}
+    assert sample(world, "hpa_vpa_updater_system_critical_skipped_pods_total", labels) == 3
