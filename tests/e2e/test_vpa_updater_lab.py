@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.controller_lab import deployment_manifest
 from tests.hpa.api.data import VPA_DATA
 from tests.lab.controlplane import free_port
 from tests.lab.lab import REPO_ROOT, Lab
@@ -52,29 +53,7 @@ def vpa_lab(lab: Lab) -> Iterator[Lab]:
 
 
 def deployment(name: str, *, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                        }
-                    ],
-                    "tolerations": [{"operator": "Exists"}],
-                },
-            },
-        },
-    }
+    return deployment_manifest(name, NAMESPACE, replicas=replicas)
 
 
 def vpa(name: str, *, mode: str) -> dict[str, Any]:
