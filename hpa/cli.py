@@ -81,9 +81,9 @@ def _add_adapter_command(commands: argparse._SubParsersAction[argparse.ArgumentP
 
 
 def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``hpa vpa admission`` and ``hpa vpa recommender``: the vertical autoscaler's parts
-    (``hpa.app.webhook``, ``hpa.app.recommender``)."""
-    from hpa.app import recommender, webhook
+    """``hpa vpa admission``, ``hpa vpa recommender`` and ``hpa vpa updater``: the vertical
+    autoscaler's parts (``hpa.app.webhook``, ``hpa.app.recommender``, ``hpa.app.updater``)."""
+    from hpa.app import recommender, updater, webhook
 
     vpa = commands.add_parser(
         "vpa",
@@ -111,6 +111,17 @@ def _add_vpa_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     recommender.add_flags(recommender_parser)
     recommender_parser.set_defaults(handler=recommender.main)
+    updater_part = parts.add_parser(
+        "updater",
+        help="apply VPA recommendations to running pods by eviction or in-place resize",
+        description=(
+            "Run the VPA updater: pods whose requests are far from their VPA's recommendation "
+            "are resized in place or evicted, within the eviction tolerance, PodDisruptionBudgets "
+            "and the cluster's free capacity (upstream flag names)."
+        ),
+    )
+    updater.add_flags(updater_part)
+    updater_part.set_defaults(handler=updater.main)
 
 
 def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

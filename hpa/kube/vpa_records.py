@@ -24,10 +24,12 @@ from hpa.api.vpa import (
     recommendation_to_core,
     resources_to_core,
 )
+from hpa.core.selector import Selector
 from hpa.core.vpa.amount import Resources
+from hpa.core.vpa.boost import StartupBoostDurations
 from hpa.core.vpa.cluster import VpaCondition
 from hpa.core.vpa.limitrange import LimitRangeEntry
-from hpa.core.vpa.matching import ControllerKey
+from hpa.core.vpa.matching import ControllerKey, VpaTarget
 from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources
 
@@ -58,6 +60,25 @@ class VpaRecord:
     annotations: Mapping[str, str] = field(default_factory=dict)
     api_version: str = "v1"
     """The version of ``apiVersion`` (``v1``, ``v1beta2``): a label of the objects-count metric."""
+    min_replicas: int | None = None
+    """``spec.updatePolicy.minReplicas``: overrides the updater's ``--min-replicas``."""
+    startup_boost: StartupBoostDurations = field(default_factory=StartupBoostDurations)
+    evict_after_oom_seconds: int | None = None
+    """``spec.updatePolicy.evictAfterOOMSeconds`` (``PerVPAConfig``): overrides the updater's
+    ``--evict-after-oom-threshold``."""
+
+    def matching_target(self, target: ControllerKey, selector: Selector | None) -> VpaTarget:
+        """The VPA as matching reads it (``target`` is its ``targetRef``, ``selector`` its
+        target's selector, None when it cannot be read)."""
+        return VpaTarget(
+            namespace=self.namespace,
+            name=self.name,
+            created=self.created,
+            target=target,
+            update_mode=self.update_mode,
+            has_startup_boost=self.has_startup_boost,
+            selector=selector,
+        )
 
 
 def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
@@ -87,6 +108,17 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         else None
     )
     created = metadata.creation_timestamp
+    boost_durations = StartupBoostDurations(
+        pod=spec.startup_boost.cpu.duration_seconds
+        if spec.startup_boost is not None and spec.startup_boost.cpu is not None
+        else None,
+        containers={
+            p.container_name: p.startup_boost.cpu.duration_seconds
+            if p.startup_boost is not None and p.startup_boost.cpu is not None
+            else None
+            for p in (spec.resource_policy.container_policies if spec.resource_policy else ())
+        },
+    )
     return VpaRecord(
         namespace=namespace,
         name=metadata.name or "",
@@ -105,6 +137,11 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         generation=metadata.generation or 0,
         annotations=dict(metadata.annotations or {}),
         api_version=(vpa.api_version or "autoscaling.k8s.io/v1").rpartition("/")[2],
+        min_replicas=spec.update_policy.min_replicas if spec.update_policy else None,
+        evict_after_oom_seconds=spec.update_policy.evict_after_oom_seconds
+        if spec.update_policy
+        else None,
+        startup_boost=boost_durations,
     )
 
 

@@ -52,15 +52,7 @@ class InformerVpaMatcher:
                     error=str(error),
                 )
                 selector = None
-            target = VpaTarget(
-                namespace=record.namespace,
-                name=record.name,
-                created=record.created,
-                target=record.target,
-                update_mode=record.update_mode,
-                has_startup_boost=record.has_startup_boost,
-                selector=selector,
-            )
+            target = record.matching_target(record.target, selector)
             out.append((target, record))
         return out
 

@@ -108,11 +108,17 @@ def build_webhook_app(handler: AdmissionHandler, *, metrics: WebhookMetrics) -> 
 
 
 def build_operations_app(
-    *, registry: CollectorRegistry, ready: Callable[[], bool]
+    *,
+    registry: CollectorRegistry,
+    ready: Callable[[], bool],
+    healthy: Callable[[], bool] = lambda: True,
 ) -> web.Application:
-    """``/healthz``, ``/readyz`` (ready once the informers have synced) and ``/metrics``."""
+    """``/healthz`` (500 once ``healthy`` says the process is stuck), ``/readyz`` (ready once the
+    informers have synced) and ``/metrics``."""
 
     async def healthz(request: web.Request) -> web.Response:
+        if not healthy():
+            return web.Response(text="[-]stalled\n", status=500)
         return web.Response(text="ok")
 
     async def readyz(request: web.Request) -> web.Response:

@@ -4,7 +4,11 @@ It speaks the parts of the API protocol our shell depends on: discovery (``/apis
 paginated lists (``limit``/``continue``, optionally expiring continue tokens with 410), watches
 (newline-delimited JSON, resume from ``resourceVersion``, ``ERROR`` 410 "too old resource version"
 after ``compact``, ``BOOKMARK`` on demand), create/update/merge-patch/delete with resourceVersion
-preconditions (409), the ``/status`` and ``/scale`` subresources, and scripted failures (429 with
+preconditions (409), JSON Patch (``application/json-patch+json``: add, replace, remove), the
+``/status`` and ``/scale`` subresources, a pod's ``/eviction`` (a policy/v1 ``Eviction``: the pod
+is deleted unless a PodDisruptionBudget of its namespace selecting it has
+``status.disruptionsAllowed`` 0 or ``spec.maxUnavailable`` 0, which answers 429 as the real
+server does) and ``/resize`` (a JSON Patch of the pod's spec), and scripted failures (429 with
 ``Retry-After``, 5xx, 400, ...). Every request is recorded for assertions.
 
 It is not a Kubernetes: no defaulting, validation, admission or strategic merge. End-to-end
@@ -94,8 +98,35 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def json_patch(target: Any, operations: Any) -> Any:
+    """RFC 6902 ``add``, ``replace`` and ``remove`` on a copy of ``target``; raises ``KeyError``
+    or ``IndexError`` for a path that does not resolve."""
+    result = orjson.loads(orjson.dumps(target))
+    for operation in operations:
+        *parents, last = [
+            part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
+        ]
+        node = result
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if operation["op"] == "remove":
+            if isinstance(node, list):
+                node.pop(int(last))
+            else:
+                del node[last]
+        elif isinstance(node, list):
+            node.insert(int(last), operation["value"])
+        else:
+            if operation["op"] == "replace" and last not in node:
+                raise KeyError(last)
+            node[last] = operation["value"]
+    return result
+
+
 DEFAULT_RESOURCES = (
-    ResourceInfo(prefix="/api/v1", plural="pods", kind="Pod", subresources=("status",)),
+    ResourceInfo(
+        prefix="/api/v1", plural="pods", kind="Pod", subresources=("status", "eviction", "resize")
+    ),
     ResourceInfo(prefix="/api/v1", plural="events", kind="Event"),
     ResourceInfo(
         prefix="/apis/apps/v1",
@@ -328,7 +359,52 @@ class FakeApiServer:
                 return self._create(info, namespace or "", body)
             return self._error(405, "MethodNotAllowed", request.method)
         key = (prefix, plural, namespace or "", name)
+        if request.content_type == "application/json-patch+json" and request.method == "PATCH":
+            return self._json_patch(info, key, sub, body)
+        if sub == "eviction" and request.method == "POST" and key in self.objects:
+            return self._evict(key)
         return self._object(request.method, info, key, sub, body)
+
+    def _json_patch(
+        self, info: ResourceInfo, key: tuple[str, str, str, str], sub: str | None, body: Any
+    ) -> web.Response:
+        current = self.objects.get(key)
+        if current is None:
+            return self._error(404, "NotFound", f'{info.plural} "{key[3]}" not found')
+        if sub is not None and sub not in info.subresources:
+            return self._error(404, "NotFound", f"no subresource {sub}")
+        try:
+            patched = json_patch(current, body)
+        except (KeyError, IndexError, ValueError, TypeError) as error:
+            return self._error(422, "Invalid", f"the patch does not apply: {error!r}")
+        if sub == "resize":
+            patched = {**current, "spec": patched.get("spec")}
+        elif sub == "status":
+            patched = {**current, "status": patched.get("status")}
+        return self._json(self.put_object(info.prefix, info.plural, patched))
+
+    def _evict(self, key: tuple[str, str, str, str]) -> web.Response:
+        pod = self.objects[key]
+        labels = pod["metadata"].get("labels") or {}
+        for (prefix, plural, namespace, _name), budget in sorted(self.objects.items()):
+            if (prefix, plural, namespace) != ("/apis/policy/v1", "poddisruptionbudgets", key[2]):
+                continue
+            selector = ((budget.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            if not all(labels.get(k) == v for k, v in selector.items()):
+                continue
+            allowed = (budget.get("status") or {}).get("disruptionsAllowed")
+            if allowed is None:
+                allowed = (budget.get("spec") or {}).get("maxUnavailable", 1)
+            if allowed == 0:
+                return self._error(
+                    429,
+                    "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                )
+        self.delete_object(*key)
+        return self._json(
+            {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, 201
+        )
 
     @staticmethod
     def _json(data: Any, status: int = 200) -> web.Response:

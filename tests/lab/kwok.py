@@ -10,7 +10,13 @@ the HPA's CPU-initialization and readiness rules read `status.startTime` and the
 2. `pod-start` (after `startup_delay_seconds`): phase Running, containers running, not ready.
 3. `pod-ready` (after a further `readiness_delay_seconds`): Ready=True and ContainersReady=True
    with `lastTransitionTime` = now, containers ready.
-4. `pod-delete`: a pod with a deletionTimestamp and no finalizers is removed at once (the
+4. `pod-resize` (a Running, Ready pod, at once): its containers' `status.containerStatuses[].
+   resources` are the spec's requests and limits, as the kubelet reports them once a resize is
+   applied. kwok reports no container resources by itself, and kube-apiserver refuses a resize
+   (`pods/resize`) of a pod whose running containers report none ("Pod running on node without
+   support for resize"); with this stage every resize completes at once (kwok patches only when
+   something changed, so an unchanged pod is not written again).
+5. `pod-delete`: a pod with a deletionTimestamp and no finalizers is removed at once (the
    kubelet's grace period is not simulated).
 Nodes are initialized as Ready with the capacity we give them and heartbeat every 10 s.
 """
@@ -161,6 +167,23 @@ containerStatuses:
 {{ end }}
 """
 
+_POD_RESIZE = """\
+{{ $root := . }}
+containerStatuses:
+{{ range $index, $item := .spec.containers }}
+{{ $origin := index $root.status.containerStatuses $index }}
+- image: {{ $item.image | Quote }}
+  name: {{ $item.name | Quote }}
+  ready: {{ $origin.ready }}
+  restartCount: {{ $origin.restartCount }}
+  started: true
+  state:
+    running:
+      startedAt: {{ $origin.state.running.startedAt | Quote }}
+  resources: {{ YAML $item.resources 2 }}
+{{ end }}
+"""
+
 
 def _stage(
     name: str,
@@ -249,6 +272,17 @@ def render_stages(
             ],
             delay_seconds=readiness_delay_seconds,
             next_step={"statusTemplate": _POD_READY},
+        ),
+        _stage(
+            "pod-resize",
+            "Pod",
+            match=[
+                _NOT_DELETED,
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": ready_status, "operator": "In", "values": ["True"]},
+            ],
+            delay_seconds=0,
+            next_step={"statusTemplate": _POD_RESIZE},
         ),
         _stage(
             "pod-delete",

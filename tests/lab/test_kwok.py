@@ -37,3 +37,12 @@ def test_node_manifest_is_selected_by_kwok() -> None:
     node = kwok.node_manifest("n0", cpu="4", memory="8Gi", pods="110")
     assert node["metadata"]["labels"][kwok.NODE_LABEL_KEY] == kwok.NODE_LABEL_VALUE
     assert node["status"]["capacity"] == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+def test_ready_pods_report_their_containers_resources_so_resizes_complete() -> None:
+    spec = stages(startup_delay_seconds=0, readiness_delay_seconds=0)
+    resize = spec["pod-resize"]
+    keys = {m["key"]: m.get("values") for m in resize["selector"]["matchExpressions"]}
+    assert keys[".status.phase"] == ["Running"]
+    assert "delay" not in resize
+    assert "resources: {{ YAML $item.resources 2 }}" in resize["next"]["statusTemplate"]

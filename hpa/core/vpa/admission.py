@@ -37,7 +37,13 @@ from typing import Any
 
 from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources, quantity_text
 from hpa.core.vpa.awareness import HorizontalConflict, HpaAwareness, effective_controlled_resources
-from hpa.core.vpa.capping import LimitRangeItem, PodContainer, apply_capping, get_proportional_limit
+from hpa.core.vpa.capping import (
+    CappedRecommendation,
+    LimitRangeItem,
+    PodContainer,
+    apply_capping,
+    get_proportional_limit,
+)
 from hpa.core.vpa.policy import (
     ContainerControlledValues,
     PodResourcePolicy,
@@ -54,7 +60,10 @@ __all__ = [
     "PatchOperation",
     "admission_patches",
     "apply_patch",
+    "cap_for_pod",
+    "container_patch",
     "containers_resources_for_pod",
+    "containers_resources_from_capped",
     "default_update_policy_patches",
     "escape_json_pointer",
     "resource_update_patches",
@@ -156,7 +165,7 @@ def _containers_resources(
     return out
 
 
-def _container_patch(
+def container_patch(
     index: int,
     container: AdmissionContainer,
     resources: ContainerResources,
@@ -185,6 +194,56 @@ def _container_patch(
     return patches, f"container {index}: " + ", ".join(listed)
 
 
+def cap_for_pod(
+    containers: Sequence[AdmissionContainer],
+    recommendation: Sequence[RecommendedContainerResources] | None,
+    *,
+    policy: PodResourcePolicy | None,
+    container_limit_range: LimitRangeItem | None = None,
+    pod_limit_range: LimitRangeItem | None = None,
+) -> CappedRecommendation | None:
+    """The recommendation capped for this pod (``RecommendationProcessor.Apply``); None when the
+    VPA has no recommendation."""
+    if recommendation is None:
+        return None
+    return apply_capping(
+        recommendation,
+        policy=policy,
+        containers=[PodContainer(c.name, c.requests, c.limits) for c in containers],
+        container_limit_range=container_limit_range,
+        pod_limit_range=pod_limit_range,
+    )
+
+
+def containers_resources_from_capped(
+    containers: Sequence[AdmissionContainer],
+    capped: CappedRecommendation | None,
+    *,
+    update_mode_off: bool,
+    policy: PodResourcePolicy | None,
+    container_limit_range: LimitRangeItem | None = None,
+    conflicts: Sequence[HorizontalConflict] = (),
+    awareness: HpaAwareness = HpaAwareness.EXCLUDE,
+) -> tuple[list[ContainerResources], dict[str, list[str]]]:
+    """``GetContainersResources`` over an already capped recommendation (see
+    :func:`containers_resources_for_pod`)."""
+    capped_targets: tuple[RecommendedContainerResources, ...] = ()
+    annotations: dict[str, list[str]] = {}
+    if capped is not None:
+        capped_targets = capped.container_recommendations
+        annotations = {name: list(notes) for name, notes in capped.annotations.items()}
+    capped_targets = _without_horizontal(capped_targets, conflicts, awareness)
+    default_limit = container_limit_range.default if container_limit_range else NO_RESOURCES
+    resources = _containers_resources(
+        containers,
+        capped_targets,
+        annotations,
+        policy=None if update_mode_off else policy,
+        default_limit=default_limit,
+    )
+    return resources, annotations
+
+
 def containers_resources_for_pod(
     containers: Sequence[AdmissionContainer],
     *,
@@ -199,29 +258,22 @@ def containers_resources_for_pod(
     """``GetContainersResourcesForPod``: per container (1-1 with ``containers``) the requests and
     limits to set, and the capping annotations per container name. ``recommendation`` is the
     VPA's ``status.recommendation`` (None when it has none)."""
-    capped_targets: tuple[RecommendedContainerResources, ...] = ()
-    annotations: dict[str, list[str]] = {}
-    if recommendation is not None:
-        capped = apply_capping(
-            recommendation,
-            policy=policy,
-            containers=[PodContainer(c.name, c.requests, c.limits) for c in containers],
-            container_limit_range=container_limit_range,
-            pod_limit_range=pod_limit_range,
-        )
-        if capped is not None:
-            capped_targets = capped.container_recommendations
-            annotations = {name: list(notes) for name, notes in capped.annotations.items()}
-    capped_targets = _without_horizontal(capped_targets, conflicts, awareness)
-    default_limit = container_limit_range.default if container_limit_range else NO_RESOURCES
-    resources = _containers_resources(
+    capped = cap_for_pod(
         containers,
-        capped_targets,
-        annotations,
-        policy=None if update_mode_off else policy,
-        default_limit=default_limit,
+        recommendation,
+        policy=policy,
+        container_limit_range=container_limit_range,
+        pod_limit_range=pod_limit_range,
     )
-    return resources, annotations
+    return containers_resources_from_capped(
+        containers,
+        capped,
+        update_mode_off=update_mode_off,
+        policy=policy,
+        container_limit_range=container_limit_range,
+        conflicts=conflicts,
+        awareness=awareness,
+    )
 
 
 def resource_update_patches(
@@ -239,7 +291,7 @@ def resource_update_patches(
     patches: list[PatchOperation] = []
     updates = []
     for index, (container, wanted) in enumerate(zip(containers, resources, strict=True)):
-        container_patches, note = _container_patch(
+        container_patches, note = container_patch(
             index, container, wanted, annotations.get(container.name, ())
         )
         if container_patches:

@@ -16,22 +16,28 @@ updater's estimate, made from its informers before it acts:
 
 The estimate ignores taints, affinity, topology spread and extended resources; it errs on the side
 of acting (a pod that fits by this count may still not schedule, exactly as without this rule).
+The updater sums the cluster once per loop (:func:`capacity_index`: what each node's pods hold,
+and by priority), so a verdict costs a pass over the nodes; it does not count the pods it moved
+earlier in the same loop.
 
 Pods of the ``system-cluster-critical`` and ``system-node-critical`` priority classes are never
-evicted unless the operator allows it (``--evict-system-critical-pods``).
+evicted unless the operator allows it (``hpa vpa updater --allow-evicting-system-critical``).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
     "SYSTEM_CRITICAL_PRIORITY_CLASSES",
+    "CapacityIndex",
     "CapacityVerdict",
     "NodeCapacity",
     "PlacedPod",
+    "capacity_index",
     "capacity_verdict",
     "is_system_critical",
 ]
@@ -71,38 +77,81 @@ def is_system_critical(priority_class_name: str) -> bool:
     return priority_class_name in SYSTEM_CRITICAL_PRIORITY_CLASSES
 
 
+@dataclass(frozen=True, slots=True)
+class CapacityIndex:
+    """The nodes and what their pods hold, summed once (per updater loop) so each verdict costs
+    a pass over the nodes, not over every pod: ``used`` per node, and per node the pods'
+    priorities in increasing order with the running totals of their requests
+    (``held[node][i]`` is what the first ``i + 1`` pods by priority hold)."""
+
+    nodes: tuple[NodeCapacity, ...]
+    used: Mapping[str, Mapping[str, int]]
+    priorities: Mapping[str, tuple[int, ...]]
+    held: Mapping[str, tuple[Mapping[str, int], ...]]
+    members: frozenset[tuple[str, str, str]]
+    """(namespace, name, node) of every placed pod."""
+
+
+def capacity_index(nodes: Iterable[NodeCapacity], placed: Iterable[PlacedPod]) -> CapacityIndex:
+    used: dict[str, dict[str, int]] = {}
+    on_node: dict[str, list[PlacedPod]] = {}
+    for other in placed:
+        _add(used.setdefault(other.node, {}), other.requests)
+        on_node.setdefault(other.node, []).append(other)
+    priorities: dict[str, tuple[int, ...]] = {}
+    held: dict[str, tuple[Mapping[str, int], ...]] = {}
+    for node, pods in on_node.items():
+        pods.sort(key=lambda p: p.priority)
+        running: dict[str, int] = {}
+        totals = []
+        for other in pods:
+            _add(running, other.requests)
+            totals.append(dict(running))
+        priorities[node] = tuple(p.priority for p in pods)
+        held[node] = tuple(totals)
+    members = frozenset((p.namespace, p.name, p.node) for ps in on_node.values() for p in ps)
+    return CapacityIndex(tuple(nodes), used, priorities, held, members)
+
+
+def _held_below(index: CapacityIndex, node: str, priority: int) -> Mapping[str, int]:
+    """What the pods of ``node`` with a priority strictly below ``priority`` hold."""
+    count = bisect.bisect_left(index.priorities.get(node, ()), priority)
+    return index.held[node][count - 1] if count else {}
+
+
 def capacity_verdict(
     pod: PlacedPod,
     new_requests: ResourceMilli,
     *,
-    nodes: Iterable[NodeCapacity],
-    placed: Iterable[PlacedPod],
+    nodes: Iterable[NodeCapacity] | None = None,
+    placed: Iterable[PlacedPod] = (),
+    index: CapacityIndex | None = None,
     can_preempt: bool,
     in_place: bool,
 ) -> CapacityVerdict:
     """Whether ``pod`` with ``new_requests`` fits on its own node (``in_place``) or on any
     schedulable node (eviction); ``FITS_WITH_PREEMPTION`` when it fits only by counting what
-    lower-priority pods hold."""
-    used: dict[str, dict[str, int]] = {}
-    preemptible: dict[str, dict[str, int]] = {}
-    for other in placed:
-        if (other.namespace, other.name) == (pod.namespace, pod.name):
-            continue
-        _add(used.setdefault(other.node, {}), other.requests)
-        if can_preempt and other.priority < pod.priority:
-            _add(preemptible.setdefault(other.node, {}), other.requests)
+    lower-priority pods hold. The cluster is ``index`` or, built here, ``nodes`` and ``placed``
+    (``pod`` itself among them or not: its old requests leave with it)."""
+    if index is None:
+        index = capacity_index(nodes or (), placed)
     verdict = CapacityVerdict.FITS_NOWHERE
-    for node in nodes:
+    for node in index.nodes:
         if in_place and node.name != pod.node:
             continue
         if not in_place and not node.schedulable:
             continue
-        free = _free(node.allocatable, used.get(node.name, {}))
+        free = _free(node.allocatable, index.used.get(node.name, {}))
+        if (pod.namespace, pod.name, node.name) in index.members:
+            for resource, amount in pod.requests.items():  # its old requests leave with it
+                if resource in free:
+                    free[resource] += amount
         if _fits(new_requests, free):
             return CapacityVerdict.FITS
-        with_preemption = dict(free)
-        _add(with_preemption, preemptible.get(node.name, {}))
-        if _fits(new_requests, with_preemption):
+        if not can_preempt:
+            continue
+        _add(free, _held_below(index, node.name, pod.priority))
+        if _fits(new_requests, free):
             verdict = CapacityVerdict.FITS_WITH_PREEMPTION
     return verdict
 

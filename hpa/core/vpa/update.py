@@ -22,7 +22,16 @@ Upstream counterparts (kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1)
   boost in progress; ``evictionTolerance =
   int(configured * --eviction-tolerance)``; a pending pod can always be evicted; otherwise a pod may
   go while ``running - evicted > configured - tolerance``, or when the whole group runs, the
-  tolerance rounds to 0 and nothing was evicted yet.
+  tolerance rounds to 0 and nothing was evicted yet; pods whose in-place resize was started this
+  loop count as disrupted too (``inPlaceUpdateInitiated``), eviction and resize share one budget.
+- ``pods_inplace_restriction.go`` (``CanInPlaceUpdate``, ``CanEvictInPlacingPod``,
+  ``getResizeStatus``, ``isInPlaceUpdating``; ``DeferredResizeUpdateTimeout`` 5 min,
+  ``InProgressResizeUpdateTimeout`` 1 h) and ``pkg/updater/utils/types.go``
+  (``InPlaceDecision``): a pod whose ``PodResizePending`` or ``PodResizeInProgress`` condition is
+  ``True`` is being resized; ``InPlace`` waits for it (an ``Infeasible`` one is remembered and
+  retried only when the recommendation drops), ``InPlaceOrRecreate`` falls back to eviction when
+  it is ``Infeasible``, ``Deferred`` for 5 minutes or in progress for an hour since the last
+  attempt.
 
 Deliberate deviations:
 - pods with equal update priority are ordered, not left to an unstable sort: the pod of lower
@@ -30,40 +39,74 @@ Deliberate deviations:
 - a pod without a controlling owner reference is never evicted (v1.8.1 puts all such pods of a
   namespace into one nameless group with ``configured`` 0, which lets them be evicted);
 - a group whose controller's replica count is unknown or 0 is never disrupted (upstream: the
-  same, through an error it logs).
+  same, through an error it logs);
+- no ``--in-place-skip-disruption-budget`` (beta upstream): in-place resizes always use the
+  group's budget;
+- the ``InPlace`` feature gate is always on.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from hpa.core.names import is_dns1123_label
 from hpa.core.vpa.admission import OBSERVED_CONTAINERS_SEPARATOR
 
 __all__ = [
+    "DEFERRED_RESIZE_UPDATE_TIMEOUT",
+    "IN_PROGRESS_RESIZE_UPDATE_TIMEOUT",
     "ContainerRecommendation",
     "ContainerStatus",
     "EvictionRestriction",
     "GroupStats",
+    "InPlaceDecision",
+    "PodCondition",
     "PodPriority",
     "ReplicaGroup",
+    "ResizeStatus",
     "UpdateConfig",
     "UpdatePod",
     "admit_for_update",
+    "can_evict_in_placing_pod",
     "eviction_restriction",
     "get_update_priority",
     "has_lower_resource_recommendation",
+    "is_in_place_updating",
     "parse_observed_containers",
+    "pod_id",
     "quick_oom",
+    "resize_status",
     "sorted_for_update",
 ]
 
 
 ResourceMilli = Mapping[str, int]
 """Amounts per resource name, in milli-units (``Quantity.MilliValue``)."""
+
+DEFERRED_RESIZE_UPDATE_TIMEOUT = timedelta(minutes=5)
+"""``DeferredResizeUpdateTimeout``."""
+IN_PROGRESS_RESIZE_UPDATE_TIMEOUT = timedelta(hours=1)
+"""``InProgressResizeUpdateTimeout``."""
+
+POD_RESIZE_PENDING = "PodResizePending"
+POD_RESIZE_IN_PROGRESS = "PodResizeInProgress"
+REASON_DEFERRED = "Deferred"
+REASON_INFEASIBLE = "Infeasible"
+REASON_ERROR = "Error"
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """One of ``status.conditions[]`` (the updater keeps the resize ones)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +147,14 @@ class UpdatePod:
     priority: int = 0
     uid: str = ""
     cpu_boost_in_progress: bool = False
+    conditions: tuple[PodCondition, ...] = ()
+
+    def condition(self, condition_type: str) -> PodCondition | None:
+        """``GetPodCondition``: the first condition of that type."""
+        for condition in self.conditions:
+            if condition.type == condition_type:
+                return condition
+        return None
 
     def requests(self, container: str) -> ResourceMilli:
         """``ContainerRequestsAndLimits``: the status's applied requests, else the spec's."""
@@ -300,28 +351,176 @@ class GroupStats:
     running: int
     eviction_tolerance: int
     evicted: int = 0
+    in_place_update_ongoing: int = 0
+    in_place_update_initiated: int = 0
 
     def is_pod_disruptable(self) -> bool:
         should_be_alive = self.configured - self.eviction_tolerance
-        actually_alive = self.running - self.evicted
+        actually_alive = self.running - (self.evicted + self.in_place_update_initiated)
         return actually_alive > should_be_alive or (
-            self.configured == self.running and self.eviction_tolerance == 0 and self.evicted == 0
+            self.configured == self.running
+            and self.eviction_tolerance == 0
+            and self.evicted == 0
+            and self.in_place_update_initiated == 0
         )
+
+
+class ResizeStatus(StrEnum):
+    """``ResizeStatus`` (``pkg/updater/utils/types.go``)."""
+
+    DEFERRED = "ResizeDeferred"
+    INFEASIBLE = "ResizeInfeasible"
+    IN_PROGRESS = "ResizeInProgress"
+    ERROR = "ResizeError"
+    UNKNOWN = "ResizeUnknown"
+    NONE = "ResizeNone"
+
+
+class InPlaceDecision(StrEnum):
+    """``InPlaceDecision``."""
+
+    APPROVED = "InPlaceApproved"
+    DEFERRED = "InPlaceDeferred"
+    EVICT = "InPlaceEvict"
+    INFEASIBLE = "InPlaceInfeasible"
+    INFEASIBLE_CACHED = "InPlaceInfeasibleCached"
+
+
+def is_in_place_updating(pod: UpdatePod) -> bool:
+    """``isInPlaceUpdating``: the first resize condition found decides."""
+    for condition in pod.conditions:
+        if condition.type in (POD_RESIZE_PENDING, POD_RESIZE_IN_PROGRESS):
+            return condition.status == "True"
+    return False
+
+
+def resize_status(pod: UpdatePod) -> ResizeStatus:
+    """``getResizeStatus``."""
+    if not is_in_place_updating(pod):
+        return ResizeStatus.NONE
+    pending = pod.condition(POD_RESIZE_PENDING)
+    if pending is not None:
+        if pending.reason == REASON_DEFERRED:
+            return ResizeStatus.DEFERRED
+        if pending.reason == REASON_INFEASIBLE:
+            return ResizeStatus.INFEASIBLE
+        return ResizeStatus.UNKNOWN
+    in_progress = pod.condition(POD_RESIZE_IN_PROGRESS)
+    if in_progress is not None:
+        if in_progress.reason == "" and in_progress.message == "":
+            return ResizeStatus.IN_PROGRESS
+        if in_progress.reason == REASON_ERROR:
+            return ResizeStatus.ERROR
+    return ResizeStatus.UNKNOWN
+
+
+def pod_id(pod: UpdatePod) -> str:
+    """``getPodID``: ``namespace/name``."""
+    return f"{pod.namespace}/{pod.name}"
+
+
+def can_evict_in_placing_pod(
+    pod: UpdatePod,
+    stats: GroupStats,
+    last_in_place_attempt: MutableMapping[str, datetime],
+    *,
+    now: datetime,
+) -> bool:
+    """``CanEvictInPlacingPod``: a pod being resized may be evicted when its group can lose it
+    and the resize failed: ``Infeasible`` (or an unknown pending reason), ``Deferred`` for more
+    than 5 minutes, in progress for more than an hour, or an ``Error``. The first time a resizing
+    pod is seen its attempt time is taken as ``now``."""
+    if not is_in_place_updating(pod):
+        return False
+    last = last_in_place_attempt.setdefault(pod_id(pod), now)
+    if not stats.is_pod_disruptable():
+        return False
+    pending = pod.condition(POD_RESIZE_PENDING)
+    if pending is not None:
+        if pending.reason == REASON_DEFERRED:
+            return now - last > DEFERRED_RESIZE_UPDATE_TIMEOUT
+        return True
+    in_progress = pod.condition(POD_RESIZE_IN_PROGRESS)
+    if in_progress is not None:
+        if in_progress.reason == "" and in_progress.message == "":
+            return now - last > IN_PROGRESS_RESIZE_UPDATE_TIMEOUT
+        return True
+    return False
 
 
 @dataclass(slots=True)
 class EvictionRestriction:
-    """``PodsEvictionRestrictionImpl`` for one VPA in one updater loop: ``can_evict`` before an
-    eviction, ``record_eviction`` after one succeeded."""
+    """``PodsEvictionRestrictionImpl`` and ``PodsInPlaceRestrictionImpl`` for one VPA in one
+    updater loop, sharing one budget: ``can_evict``/``can_in_place_update`` before acting,
+    ``record_eviction``/``record_in_place_update`` after the API server accepted.
+    ``last_in_place_attempt`` (``lastInPlaceAttemptTimeMap``) outlives the loop: the updater
+    passes the same mapping every time."""
 
     groups: dict[ReplicaGroup, GroupStats]
+    last_in_place_attempt: MutableMapping[str, datetime] = field(default_factory=dict)
+    now: datetime | None = None
+
+    def _now(self) -> datetime:
+        if self.now is None:
+            raise ValueError("the restriction needs the loop's time to judge resizing pods")
+        return self.now
 
     def can_evict(self, pod: UpdatePod) -> bool:
         if pod.controller is None or pod.controller not in self.groups:
             return False
         if pod.phase == "Pending":
             return True
-        return self.groups[pod.controller].is_pod_disruptable()
+        stats = self.groups[pod.controller]
+        if is_in_place_updating(pod):
+            return can_evict_in_placing_pod(pod, stats, self.last_in_place_attempt, now=self._now())
+        return stats.is_pod_disruptable()
+
+    def can_in_place_update(
+        self,
+        pod: UpdatePod,
+        *,
+        update_mode: str,
+        recommendation: Sequence[ContainerRecommendation] | None,
+        infeasible_attempt: Sequence[ContainerRecommendation] | None = None,
+    ) -> InPlaceDecision:
+        """``CanInPlaceUpdate``. ``recommendation`` is the VPA's (None when it has none);
+        ``infeasible_attempt`` the recommendation of this pod's last infeasible resize."""
+        if pod.controller is None or pod.controller not in self.groups:
+            return InPlaceDecision.DEFERRED
+        if pod.phase == "Pending":
+            return InPlaceDecision.DEFERRED
+        stats = self.groups[pod.controller]
+        if recommendation is None:
+            return InPlaceDecision.DEFERRED
+        in_place_only = update_mode == "InPlace"
+        if (
+            in_place_only
+            and infeasible_attempt is not None
+            and not has_lower_resource_recommendation(infeasible_attempt, recommendation)
+        ):
+            return InPlaceDecision.INFEASIBLE_CACHED
+        status = resize_status(pod)
+        if status is not ResizeStatus.NONE:
+            if in_place_only:
+                if status is ResizeStatus.INFEASIBLE:
+                    return InPlaceDecision.INFEASIBLE
+                return InPlaceDecision.DEFERRED
+            if can_evict_in_placing_pod(pod, stats, self.last_in_place_attempt, now=self._now()):
+                return InPlaceDecision.EVICT
+            return InPlaceDecision.DEFERRED
+        if stats.is_pod_disruptable():
+            return InPlaceDecision.APPROVED
+        return InPlaceDecision.DEFERRED
+
+    def record_in_place_update(self, pod: UpdatePod) -> None:
+        """Count a resize the API server accepted against the pod's group
+        (``inPlaceUpdateInitiated``)."""
+        if pod.controller is None or pod.controller not in self.groups:
+            raise ValueError(f"pod {pod.namespace}/{pod.name} is not in an updatable group")
+        stats = self.groups[pod.controller]
+        self.groups[pod.controller] = replace(
+            stats, in_place_update_initiated=stats.in_place_update_initiated + 1
+        )
 
     def record_eviction(self, pod: UpdatePod) -> None:
         """Count an eviction against the pod's group (pending pods do not count)."""
@@ -338,6 +537,8 @@ def eviction_restriction(
     *,
     min_replicas: int,
     eviction_tolerance: float,
+    last_in_place_attempt: MutableMapping[str, datetime] | None = None,
+    now: datetime | None = None,
 ) -> EvictionRestriction:
     """``GetCreatorMaps``: the groups of ``pods`` that may be disrupted. ``configured_replicas``
     is the controller's ``spec.replicas`` (a DaemonSet's ``desiredNumberScheduled``); a Job's is
@@ -359,5 +560,8 @@ def eviction_restriction(
             pending=pending,
             running=len(members) - pending,
             eviction_tolerance=int(float(configured) * eviction_tolerance),
+            in_place_update_ongoing=sum(1 for pod in members if is_in_place_updating(pod)),
         )
-    return EvictionRestriction(groups)
+    return EvictionRestriction(
+        groups, {} if last_in_place_attempt is None else last_in_place_attempt, now
+    )

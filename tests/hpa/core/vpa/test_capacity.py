@@ -12,6 +12,7 @@ from hpa.core.vpa.capacity import (
     CapacityVerdict,
     NodeCapacity,
     PlacedPod,
+    capacity_index,
     capacity_verdict,
     is_system_critical,
 )
@@ -154,3 +155,49 @@ def test_fits_is_exactly_what_the_node_has_free(
         assert verdict is PREEMPT
     else:
         assert verdict is NOWHERE
+
+
+@given(
+    pods=st.lists(
+        st.tuples(st.sampled_from(["n1", "n2", "n3"]), st.integers(0, 4000), st.integers(0, 3)),
+        min_size=1,
+        max_size=12,
+    ),
+    grow=st.integers(1, 8000),
+    can_preempt=st.booleans(),
+    in_place=st.booleans(),
+)
+def test_one_index_serves_every_pod_of_the_loop(
+    pods: list[tuple[str, int, int]], grow: int, can_preempt: bool, in_place: bool
+) -> None:
+    """The updater sums the cluster once per loop; each pod's verdict is the one computed from
+    the nodes and pods directly, with its own requests leaving with it."""
+    nodes = (node("n1", 8000), node("n2", 4000), node("n3", 16000, schedulable=False))
+    everyone = [
+        PlacedPod("ns", f"p{i}", where, {"cpu": cpu}, priority=p)
+        for i, (where, cpu, p) in enumerate(pods)
+    ]
+    index = capacity_index(nodes, everyone)
+    for pod in everyone:
+        direct_nodes = []
+        for n in nodes:
+            others = sum(o.requests["cpu"] for o in everyone if o.node == n.name and o is not pod)
+            lower = sum(
+                o.requests["cpu"]
+                for o in everyone
+                if o.node == n.name and o.priority < pod.priority and can_preempt
+            )
+            direct_nodes.append((n, n.allocatable["cpu"] - others, lower))
+        expected = NOWHERE
+        for n, free, lower in direct_nodes:
+            if (in_place and n.name != pod.node) or (not in_place and not n.schedulable):
+                continue
+            if grow <= free:
+                expected = FITS
+                break
+            if grow <= free + lower:
+                expected = PREEMPT
+        got = capacity_verdict(
+            pod, {"cpu": grow}, index=index, can_preempt=can_preempt, in_place=in_place
+        )
+        assert got is expected

@@ -4,11 +4,13 @@ and the update order is a total order that puts scale-ups and large changes firs
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hpa.core.vpa.update import (
+    InPlaceDecision,
     PodPriority,
     ReplicaGroup,
     UpdatePod,
@@ -56,6 +58,44 @@ def test_the_updater_never_evicts_more_running_pods_than_the_tolerance_allows(
     if len(pods) < min_replicas:
         budget = 0
     assert evicted_running <= budget
+
+
+@given(
+    configured=st.integers(min_value=1, max_value=40),
+    phases=st.lists(st.sampled_from(["Running", "Running", "Pending"]), max_size=40),
+    tolerance=st.floats(min_value=0.0, max_value=1.0),
+    actions=st.lists(st.sampled_from(["evict", "resize"]), min_size=40, max_size=40),
+)
+def test_evictions_and_resizes_together_never_take_down_more_than_the_tolerance(
+    configured: int, phases: list[str], tolerance: float, actions: list[str]
+) -> None:
+    pods = [member(i, phase) for i, phase in enumerate(phases)]
+    restriction = eviction_restriction(
+        pods,
+        {GROUP: configured},
+        min_replicas=1,
+        eviction_tolerance=tolerance,
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    disrupted = 0
+    for pod, action in zip(pods, actions, strict=False):
+        if pod.phase == "Pending":
+            continue
+        if action == "evict" and restriction.can_evict(pod):
+            restriction.record_eviction(pod)
+            disrupted += 1
+        elif action == "resize" and (
+            restriction.can_in_place_update(pod, update_mode="InPlaceOrRecreate", recommendation=())
+            is InPlaceDecision.APPROVED
+        ):
+            restriction.record_in_place_update(pod)
+            disrupted += 1
+    running = phases.count("Running")
+    allowed = int(configured * tolerance)
+    budget = max(0, running - (configured - allowed))
+    if configured == running and allowed == 0:
+        budget = max(budget, 1)
+    assert disrupted <= budget
 
 
 PRIORITIES = st.builds(
