@@ -124,6 +124,15 @@ def _cases() -> dict[str, Case]:
         "admission-kubeconfig-missing": c("/nonexistent", *admission[:-1], "/nonexistent"),
         "admission-bad-choice": c("maybe", *admission, "--hpa-awareness", "maybe"),
         "vpa-without-part": c("vpa", "vpa"),
+        # hpa vpa updater
+        "updater-kubeconfig-missing": c(
+            "/nonexistent", "vpa", "updater", "--kubeconfig", "/nonexistent"
+        ),
+        "updater-bad-tolerance": c(
+            "--eviction-tolerance", "vpa", "updater", "--eviction-tolerance", "1.5"
+        ),
+        "updater-bad-interval": c("10parsecs", "vpa", "updater", "--updater-interval", "10parsecs"),
+        "updater-bad-address": c("nohostport", "vpa", "updater", "--address", "nohostport"),
         # hpa vpa recommender
         "recommender-kubeconfig-missing": c(
             "/nonexistent", "vpa", "recommender", "--kubeconfig", "/nonexistent"

@@ -440,15 +440,17 @@ async def _run(settings: ControllerAppSettings) -> int:
         registry=registry,
         metrics_factory=source.factory if source is not None else None,
     )
-    log.info(
-        "controller_starting",
-        dry_run=settings.horizontal.dry_run,
-        leader_elect=settings.leader_elect,
-        sync_period_seconds=settings.horizontal.sync_period_seconds,
-        pid=os.getpid(),
-    )
     try:
-        return await run_role("controller", app.run)
+        return await run_role(
+            "controller",
+            app.run,
+            starting={
+                "dry_run": settings.horizontal.dry_run,
+                "leader_elect": settings.leader_elect,
+                "sync_period_seconds": settings.horizontal.sync_period_seconds,
+                "pid": os.getpid(),
+            },
+        )
     finally:
         await aclose_quietly(client)
         if source is not None:

@@ -15,7 +15,7 @@ import asyncio
 import socket
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,9 +216,14 @@ async def serve(
         await runner.cleanup()
 
 
-async def run_role(role: str, run: Callable[[], Awaitable[None]]) -> int:
-    """Run a role's ``run`` until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
+async def run_role(
+    role: str, run: Callable[[], Awaitable[None]], *, starting: Mapping[str, Any] | None = None
+) -> int:
+    """Run a role's ``run`` until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1). The
+    ``<role>_starting`` line (with ``starting``'s fields) is logged once the signal handlers are
+    in place, so a supervisor that stops the process after that line always gets a clean stop."""
     signals = StopSignals()
+    log.info(f"{role}_starting", **(starting or {}))
     lost_lease = False
     try:
         try:

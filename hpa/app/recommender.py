@@ -344,17 +344,19 @@ async def _run(settings: RecommenderAppSettings) -> int:
         metrics=live.source,
         history=bootstrap.provider if bootstrap is not None else None,
     )
-    log.info(
-        "recommender_starting",
-        address=settings.address,
-        recommender_name=settings.recommender_name,
-        metrics_source=settings.metrics_source,
-        storage="prometheus" if settings.history is not None else "checkpoint",
-        leader_elect=settings.leader.leader_elect,
-        pid=os.getpid(),
-    )
     try:
-        return await run_role("recommender", app.run)
+        return await run_role(
+            "recommender",
+            app.run,
+            starting={
+                "address": settings.address,
+                "recommender_name": settings.recommender_name,
+                "metrics_source": settings.metrics_source,
+                "storage": "prometheus" if settings.history is not None else "checkpoint",
+                "leader_elect": settings.leader.leader_elect,
+                "pid": os.getpid(),
+            },
+        )
     finally:
         if bootstrap is not None:
             await bootstrap.aclose()

@@ -408,14 +408,16 @@ async def _run(settings: UpdaterSettings) -> int:
         registry=registry,
     )
     app = build_app(settings, client, clock=clock, registry=registry)
-    log.info(
-        "updater_starting",
-        address=settings.address,
-        leader_elect=settings.leader.leader_elect,
-        pid=os.getpid(),
-    )
     try:
-        return await run_role("updater", app.run)
+        return await run_role(
+            "updater",
+            app.run,
+            starting={
+                "address": settings.address,
+                "leader_elect": settings.leader.leader_elect,
+                "pid": os.getpid(),
+            },
+        )
     finally:
         await aclose_quietly(client)
 

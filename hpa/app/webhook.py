@@ -221,9 +221,10 @@ async def _run(settings: AdmissionSettings) -> int:
         registry=registry,
     )
     app = build_app(settings, client, clock=clock, registry=registry)
-    log.info("admission_starting", port=settings.port, address=settings.address)
     try:
-        return await run_role("admission", app.run)
+        return await run_role(
+            "admission", app.run, starting={"port": settings.port, "address": settings.address}
+        )
     finally:
         await aclose_quietly(client)
 

@@ -94,7 +94,8 @@ def test_main_refuses_the_inprocess_source_without_a_rule_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(parse("--metrics-source=inprocess")) == 2
-    assert "--metrics-source=inprocess needs --config" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "--metrics-source=inprocess needs --config" in captured.out + captured.err
 
 
 def seed(apiserver: FakeApiServer) -> None:
