@@ -14,11 +14,15 @@ upstream.
 Deliberate deviations: a manifest without ``metadata.namespace`` is put in ``default`` (as
 ``kubectl apply`` would); ``Resource`` / ``ContainerResource`` metrics other than ``cpu`` are
 rejected, because the workload model has no memory (:class:`ManifestError` names the field).
+With ``strict=True`` (what ``hpa.testing`` asks for, as ``kubectl apply``'s default
+``--validate=strict`` does) an unknown field under ``spec`` is an error (``unknown field
+"spec.behavior.scaleUp.polices"``) instead of being kept and ignored; ``simulatable=False`` keeps
+memory metrics (for one-sync decisions, which need no workload model).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
+from hpa.api.base import unknown_fields
 from hpa.api.validation import validate_horizontal_pod_autoscaler
 from hpa.controllers.conversion import spec_from_model
 from hpa.controllers.ports import HorizontalPodAutoscalerObject
@@ -43,7 +48,9 @@ from hpa.core.spec import (
 __all__ = [
     "HPAManifest",
     "ManifestError",
+    "check_simulatable",
     "load_manifests",
+    "manifests_from_documents",
     "parse_manifests",
     "target_utilization_percent",
 ]
@@ -72,8 +79,10 @@ def _location(error: dict[str, Any]) -> str:
     return "".join(parts) or "(root)"
 
 
-def _check_simulatable(model: HorizontalPodAutoscaler, where: str) -> None:
-    for index, metric in enumerate(model.spec.metrics):
+def check_simulatable(manifest: HPAManifest) -> None:
+    """Raise :class:`ManifestError` when the workload model cannot drive one of the HPA's metrics
+    (a ``Resource`` / ``ContainerResource`` metric other than ``cpu``)."""
+    for index, metric in enumerate(manifest.hpa.spec.metrics):
         path = f"spec.metrics[{index}]"
         name: str | None = None
         if metric.type == MetricSourceType.RESOURCE and metric.resource is not None:
@@ -82,7 +91,8 @@ def _check_simulatable(model: HorizontalPodAutoscaler, where: str) -> None:
             name, path = metric.container_resource.name, f"{path}.containerResource.name"
         if name is not None and name != "cpu":
             raise ManifestError(
-                f'{where}: {path}: Unsupported value: "{name}": the simulator models cpu only'
+                f'{manifest.source}: {path}: Unsupported value: "{name}": '
+                "the simulator models cpu only"
             )
 
 
@@ -117,7 +127,7 @@ def _apply_defaults(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "spec": {**spec, "behavior": behavior}}
 
 
-def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
+def _convert(document: Any, where: str, *, strict: bool) -> HorizontalPodAutoscalerObject:
     if not isinstance(document, dict):
         raise ManifestError(f"{where}: expected a mapping (an HPA object), got {document!r}")
     api_version = document.get("apiVersion")
@@ -131,13 +141,16 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
     except ValidationError as error:
         first = error.errors()[0]
         raise ManifestError(f"{where}: {_location(dict(first))}: {first['msg']}") from error
+    if strict:
+        unknown = sorted(unknown_fields(model.spec, "spec"))
+        if unknown:
+            raise ManifestError(f'{where}: unknown field "{unknown[0]}"')
     if not model.metadata.namespace:
         model.metadata.namespace = "default"
     errors = validate_horizontal_pod_autoscaler(model)
     if errors:
         details = "; ".join(str(e) for e in errors)
         raise ManifestError(f"{where}: HorizontalPodAutoscaler is invalid: {details}")
-    _check_simulatable(model, where)
     try:
         spec = spec_from_model(model.spec)
     except (QuantityError, ValueError) as error:
@@ -151,24 +164,40 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
     )
 
 
-def parse_manifests(text: str, *, source: str) -> list[HPAManifest]:
-    """Every HPA in a (multi-document) YAML text; ``List`` kinds are unpacked."""
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+def manifests_from_documents(
+    documents: Sequence[Any], *, source: str, simulatable: bool = True, strict: bool = False
+) -> list[HPAManifest]:
+    """Every HPA of decoded documents (``List`` kinds are unpacked), each checked as
+    :func:`parse_manifests` does."""
     found: list[HPAManifest] = []
     for number, document in enumerate(documents, start=1):
         where = source if len(documents) == 1 else f"{source} (document {number})"
         items: Iterable[Any] = [document]
-        if isinstance(document, dict) and document.get("kind", "").endswith("List"):
+        if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
             items = document.get("items") or []
         for item in items:
-            hpa = _convert(item, where)
-            found.append(HPAManifest(name=hpa.name, source=where, hpa=hpa))
+            hpa = _convert(item, where, strict=strict)
+            manifest = HPAManifest(name=hpa.name, source=where, hpa=hpa)
+            if simulatable:
+                check_simulatable(manifest)
+            found.append(manifest)
     if not found:
         raise ManifestError(f"{source}: no HorizontalPodAutoscaler found")
     return found
+
+
+def parse_manifests(
+    text: str, *, source: str, simulatable: bool = True, strict: bool = False
+) -> list[HPAManifest]:
+    """Every HPA in a (multi-document) YAML text; ``List`` kinds are unpacked. ``simulatable``
+    rejects metrics the workload model cannot drive; ``strict`` rejects unknown spec fields."""
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+    return manifests_from_documents(
+        documents, source=source, simulatable=simulatable, strict=strict
+    )
 
 
 def load_manifests(paths: Iterable[str | Path]) -> list[HPAManifest]:
