@@ -79,23 +79,28 @@ def test_a_flipped_yaml_expectation_fails_naming_both_values_and_the_rule(
     assert "<failure message=" in junit.read_text()
 
 
-@pytest.mark.parametrize("path", PYTHON_FILES, ids=lambda p: p.name)
 def test_a_flipped_python_expectation_fails_naming_both_values_and_the_rule(
-    path: Path, pytester: pytest.Pytester
+    pytester: pytest.Pytester,
 ) -> None:
-    text = path.read_text()
-    match = re.search(r"(assert_replicas\([^,]+, )(\d+)\)", text)
-    assert match is not None
-    old = match.group(2)
-    new = str(int(old) + 1)
+    """One pytest session over every Python example, each with its first expected replica count
+    plus one: each fails once, naming both numbers and the deciding rule."""
     for manifest in EXAMPLES.glob("*.yaml"):
         if not manifest.name.endswith(".hpatest.yaml"):
             shutil.copy(manifest, pytester.path)
     pytester.makeini(INI)
-    pytester.makepyfile(**{path.stem: text[: match.start(2)] + new + text[match.end(2) :]})
+    flips: dict[str, tuple[str, str]] = {}
+    for path in PYTHON_FILES:
+        text = path.read_text()
+        match = re.search(r"(assert_replicas\([^,]+, )(\d+)\)", text)
+        assert match is not None, path
+        old = match.group(2)
+        new = str(int(old) + 1)
+        flips[path.stem] = (old, new)
+        pytester.makepyfile(**{path.stem: text[: match.start(2)] + new + text[match.end(2) :]})
     result = pytester.runpytest_inprocess("-p", "hpa.testing.plugin", "-p", "no:cacheprovider")
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("failed") == 1, result.stdout.str()
     output = result.stdout.str()
-    assert f"desired replicas: expected {new}, got {old}" in output
-    assert "deciding rule: [" in output
+    assert result.parseoutcomes().get("failed") == len(PYTHON_FILES), output
+    for stem, (old, new) in flips.items():
+        failure = output[output.index(f"{stem}.py:") :]
+        assert f"desired replicas: expected {new}, got {old}" in failure, stem
+    assert output.count("deciding rule: [") >= len(PYTHON_FILES)
