@@ -72,8 +72,18 @@ def test_the_wheel_runs_a_user_test_with_the_plugin_and_type_checks(tmp_path: Pa
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, env=env)
     python = venv / "bin" / "python"
     _run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
-        + ["--no-index", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
         cwd=tmp_path,
         env=env,
     )
