@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -134,3 +135,14 @@ def test_no_files_and_missing_paths_exit_2(tmp_path: Path) -> None:
     assert main(["test", str(tmp_path / "missing.hpatest.yaml")]) == 2
     with pytest.raises(CaseFileError, match="no such file"):
         discover([tmp_path / "missing"])
+
+
+def test_the_documented_format_runs(tmp_path: Path) -> None:
+    """The YAML example of docs/testing.md is a passing test file."""
+    docs = (EXAMPLES.parent / "testing.md").read_text()
+    match = re.search(r"```yaml\n(# web\.hpatest\.yaml\n.*?)```", docs, re.S)
+    assert match is not None
+    shutil.copy(EXAMPLES / "fast-scale-up.yaml", tmp_path / "web-hpa.yaml")
+    (tmp_path / "web.hpatest.yaml").write_text(match.group(1))
+    out = io.StringIO()
+    assert run_files([str(tmp_path)], out=out) == 0, out.getvalue()
