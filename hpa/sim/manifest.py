@@ -31,7 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
-from hpa.api.base import unknown_fields
+from hpa.api.base import error_location, unknown_fields
 from hpa.api.validation import validate_horizontal_pod_autoscaler
 from hpa.controllers.conversion import spec_from_model
 from hpa.controllers.ports import HorizontalPodAutoscalerObject
@@ -67,16 +67,6 @@ class HPAManifest:
     name: str
     source: str
     hpa: HorizontalPodAutoscalerObject
-
-
-def _location(error: dict[str, Any]) -> str:
-    parts: list[str] = []
-    for item in error.get("loc", ()):
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts) or "(root)"
 
 
 def check_simulatable(manifest: HPAManifest) -> None:
@@ -140,7 +130,7 @@ def _convert(document: Any, where: str, *, strict: bool) -> HorizontalPodAutosca
         model = HorizontalPodAutoscaler.from_dict(_apply_defaults(document))
     except ValidationError as error:
         first = error.errors()[0]
-        raise ManifestError(f"{where}: {_location(dict(first))}: {first['msg']}") from error
+        raise ManifestError(f"{where}: {error_location(first)}: {first['msg']}") from error
     if strict:
         unknown = sorted(unknown_fields(model.spec, "spec"))
         if unknown:

@@ -20,7 +20,7 @@ Deliberate deviations: none (no upstream).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from hpa.api.base import error_location
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.sim.trace import TraceError
 from hpa.sim.workload import WorkloadModel
@@ -241,19 +242,9 @@ class CaseResult:
     seconds: float
 
 
-def _location(error: Mapping[str, Any]) -> str:
-    parts: list[str] = []
-    for item in error.get("loc", ()):
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts) or "(root)"
-
-
 def _first_error(error: ValidationError, *, prefix: str) -> str:
     first = error.errors()[0]
-    where = _location(dict(first))
+    where = error_location(first)
     if prefix:
         where = prefix if where == "(root)" else f"{prefix}.{where}"
     return f"{where}: {first['msg']}"
