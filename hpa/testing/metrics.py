@@ -169,7 +169,14 @@ class FakePod:
 
 
 def _events(entries: Iterable[tuple[int, Ago]], *, now: datetime, what: str) -> tuple[Any, ...]:
-    return tuple((n, now - timedelta(seconds=seconds(ago, what=what))) for n, ago in entries)
+    return tuple(
+        (
+            n,
+            now
+            - (ago if isinstance(ago, timedelta) else timedelta(seconds=seconds(ago, what=what))),
+        )
+        for n, ago in entries
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +388,8 @@ class FakeMetrics:
         )
 
     def _ago(self, now: datetime, value: Ago, *, what: str) -> datetime:
+        if isinstance(value, timedelta):
+            return now - value  # exact, however far back
         return now - timedelta(seconds=seconds(value, what=what))
 
     def pod_infos(self, *, now: datetime) -> tuple[PodInfo, ...]:
