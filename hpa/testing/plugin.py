@@ -22,6 +22,10 @@ Example (``tests/test_web_hpa.py``, next to ``deploy/web-hpa.yaml``)::
         assert_replicas(hpa_kit.decide(hpa, metrics), 6)
 
 Upstream counterpart: none. Deliberate deviations: none.
+
+PYTEST_DONT_REWRITE: the plugin asserts nothing itself; a session that loads it both through the
+entry point and with ``-p`` (or a nested pytester run) then does not warn that it was imported
+before it could be rewritten.
 """
 
 from __future__ import annotations

@@ -110,6 +110,14 @@ def test_the_wheel_runs_a_user_test_with_the_plugin_and_type_checks(tmp_path: Pa
     assert where.startswith(str(purelib)), where
     output = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=user, env=env)
     assert "3 passed" in output, output
+    # naming the plugin as well as having its entry point is harmless (the name is the same)
+    output = _run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "hpa.testing.plugin"],
+        cwd=user,
+        env=env,
+    )
+    assert "3 passed" in output, output
+    assert "warning" not in output, output
     _run(
         [str(python), "-m", "mypy", "--strict", "--no-incremental", "test_web_hpa.py"],
         cwd=user,
