@@ -13,7 +13,8 @@ are validated as the API server validates them (:mod:`hpa.api`). See ``docs/test
         assert_replicas(result, 6)
 
 The pytest plugin (:mod:`hpa.testing.plugin`, registered as ``hpa``) adds fixtures; ``hpa test``
-runs declarative YAML test cases (:mod:`hpa.testing.cases`).
+runs declarative YAML test cases (:mod:`hpa.testing.cases`). :mod:`hpa.testing.vpa` does the
+same for VerticalPodAutoscalers: fake usage history in, the recommender's recommendation out.
 """
 
 from hpa.controllers.settings import HorizontalControllerSettings as ControllerSettings
@@ -35,10 +36,22 @@ from hpa.testing.manifests import HPA, ManifestError, hpa_from_spec, load_hpa, l
 from hpa.testing.metrics import Ago, FakeContainer, FakeMetrics, FakePod, Quantity, container
 from hpa.testing.sync import EPOCH, Settings, SyncResult, decide, deciding_rule
 from hpa.testing.timeline import RunResult, load_trace, run
+from hpa.testing.vpa import (
+    VPA,
+    FakeUsage,
+    VpaResult,
+    assert_vpa_condition,
+    assert_vpa_target,
+    load_vpa,
+    load_vpas,
+    parse_vpas,
+    recommend,
+)
 
 __all__ = [
     "EPOCH",
     "HPA",
+    "VPA",
     "Ago",
     "ControllerSettings",
     "Event",
@@ -46,6 +59,7 @@ __all__ = [
     "FakeContainer",
     "FakeMetrics",
     "FakePod",
+    "FakeUsage",
     "HPAAssertionError",
     "HorizontalPodAutoscalerCondition",
     "ManifestError",
@@ -56,6 +70,7 @@ __all__ = [
     "Summary",
     "SyncResult",
     "TimelineRow",
+    "VpaResult",
     "WorkloadModel",
     "assert_condition",
     "assert_event",
@@ -64,6 +79,8 @@ __all__ = [
     "assert_replicas_within",
     "assert_steps",
     "assert_summary",
+    "assert_vpa_condition",
+    "assert_vpa_target",
     "container",
     "decide",
     "deciding_rule",
@@ -71,6 +88,10 @@ __all__ = [
     "load_hpa",
     "load_hpas",
     "load_trace",
+    "load_vpa",
+    "load_vpas",
     "parse_hpas",
+    "parse_vpas",
+    "recommend",
     "run",
 ]

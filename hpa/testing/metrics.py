@@ -40,12 +40,12 @@ from hpa.core.decision import (
     ScaleFetchError,
     SelectorCheck,
 )
-from hpa.core.duration import DurationError, parse_duration_seconds
 from hpa.core.quantity import QuantityError, parse_quantity
 from hpa.core.replicas import ContainerInfo, PodCondition, PodInfo, PodMetric, PodPhase
 from hpa.core.selector import SelectorError, parse_selector
 from hpa.core.spec import HorizontalPodAutoscalerSpec, MetricSourceType, MetricSpec
 from hpa.metrics.resource import shape_pod_metrics
+from hpa.sim.trace import TraceError, parse_duration
 
 __all__ = [
     "DEFAULT_SELECTOR",
@@ -60,7 +60,8 @@ __all__ = [
 Quantity = str | int | float
 """A Kubernetes quantity: ``"500m"``, ``"1Gi"``, ``"2k"``, or a number of whole units."""
 Ago = float | int | str | timedelta
-"""How long before the sync: seconds, a Go duration (``"90s"``, ``"5m"``) or a ``timedelta``."""
+"""How long before the sync: seconds, a duration (``"90s"``, ``"5m"``, ``"2d"``) or a
+``timedelta``."""
 
 DEFAULT_SELECTOR = "app=workload"
 """The target's ``status.selector`` unless :meth:`FakeMetrics.selector` sets another."""
@@ -97,23 +98,20 @@ def quantity_text(value: Quantity, *, what: str) -> str:
 
 
 def seconds(value: Ago, *, what: str) -> float:
-    """Seconds of an :data:`Ago` (``ValueError`` naming ``what`` when it does not parse)."""
+    """Seconds of an :data:`Ago` (``ValueError`` naming ``what`` when it does not parse);
+    strings are read as ``hpa simulate`` reads durations (``90s``, ``5m``, ``1h30m``, ``2d``)."""
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(f"{what}: expected seconds or a duration such as '5m', got {value!r}")
     if isinstance(value, int | float):
         return float(value)
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return parse_duration_seconds(value.strip())
-    except DurationError as error:
-        raise ValueError(f"{what}: invalid duration {value!r}: use e.g. 30, '90s' or '5m'") from (
-            error
-        )
+        return parse_duration(value)
+    except TraceError as error:
+        raise ValueError(
+            f"{what}: invalid duration {value!r}: use e.g. 30, '90s', '5m' or '2d'"
+        ) from (error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
