@@ -52,6 +52,7 @@ __all__ = [
     "load_manifests",
     "manifests_from_documents",
     "parse_manifests",
+    "read_manifest",
     "target_utilization_percent",
 ]
 
@@ -190,15 +191,20 @@ def parse_manifests(
     )
 
 
+def read_manifest(path: str | Path) -> str:
+    """A manifest file's text; :class:`ManifestError` (``cannot read <path>: <why>``) when it
+    cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
+
+
 def load_manifests(paths: Iterable[str | Path]) -> list[HPAManifest]:
     """Every HPA of every file, names made unique (``web``, ``web#2``) for side-by-side output."""
     manifests: list[HPAManifest] = []
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as error:
-            raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
-        manifests.extend(parse_manifests(text, source=str(path)))
+        manifests.extend(parse_manifests(read_manifest(path), source=str(path)))
     seen: dict[str, int] = {}
     unique: list[HPAManifest] = []
     for manifest in manifests:

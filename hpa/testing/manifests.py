@@ -25,6 +25,7 @@ from hpa.sim.manifest import (
     ManifestError,
     manifests_from_documents,
     parse_manifests,
+    read_manifest,
 )
 
 __all__ = ["HPA", "ManifestError", "hpa_from_spec", "load_hpa", "load_hpas", "parse_hpas"]
@@ -78,12 +79,7 @@ def load_hpas(source: str | Path | Mapping[str, Any]) -> list[HPA]:
         documents = [dict(source)]
         found = manifests_from_documents(documents, source="<dict>", simulatable=False, strict=True)
         return [_hpa(m) for m in found]
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
-    return parse_hpas(text, source=str(path))
+    return parse_hpas(read_manifest(source), source=str(source))
 
 
 def load_hpa(source: str | Path | Mapping[str, Any]) -> HPA:

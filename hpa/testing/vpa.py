@@ -41,6 +41,7 @@ from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources, create_pod_resource_recommender
 from hpa.core.vpa.routines import process_vpa_update
+from hpa.sim.manifest import read_manifest
 from hpa.testing.assertions import HPAAssertionError
 from hpa.testing.manifests import ManifestError
 from hpa.testing.metrics import Ago, Quantity, milli, seconds
@@ -137,12 +138,7 @@ def load_vpas(source: str | Path | Mapping[str, Any]) -> list[VPA]:
     """Every VPA of a YAML file, or the one decoded object given."""
     if isinstance(source, Mapping):
         return [_vpa(dict(source), "<dict>")]
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
-    return parse_vpas(text, source=str(path))
+    return parse_vpas(read_manifest(source), source=str(source))
 
 
 def load_vpa(source: str | Path | Mapping[str, Any]) -> VPA:
