@@ -33,6 +33,7 @@ from hpa.api.base import error_location
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.sim.trace import TraceError
 from hpa.sim.workload import WorkloadModel
+from hpa.testing import CASE_FILE_SUFFIXES
 from hpa.testing.assertions import (
     HPAAssertionError,
     assert_condition,
@@ -58,8 +59,6 @@ __all__ = [
     "run_case",
 ]
 
-CASE_FILE_SUFFIXES = (".hpatest.yaml", ".hpatest.yml")
-"""A directory given to ``hpa test`` is searched for files with these endings."""
 
 Number = int | float
 Duration = int | float | str

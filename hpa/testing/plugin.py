@@ -33,17 +33,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hpa.controllers.settings import HorizontalControllerSettings
-from hpa.sim.workload import MetricPipeline, WorkloadModel
-from hpa.testing.cases import CASE_FILE_SUFFIXES, CaseFileError, YamlCase, load_case_file
-from hpa.testing.manifests import HPA, load_hpa, load_hpas
-from hpa.testing.metrics import Ago, FakeMetrics
-from hpa.testing.sync import SyncResult, decide
-from hpa.testing.timeline import RunResult, TraceInput, run
+from hpa.testing import CASE_FILE_SUFFIXES
+
+if TYPE_CHECKING:  # loaded when used: a session that does not use the kit does not pay for it
+    from hpa.controllers.settings import HorizontalControllerSettings
+    from hpa.sim.workload import MetricPipeline, WorkloadModel
+    from hpa.testing.cases import YamlCase
+    from hpa.testing.manifests import HPA
+    from hpa.testing.metrics import Ago, FakeMetrics
+    from hpa.testing.sync import SyncResult
+    from hpa.testing.timeline import RunResult, TraceInput
 
 __all__ = ["HPATestKit", "hpa_kit", "hpa_metrics", "hpa_settings"]
 
@@ -64,14 +67,20 @@ class HPATestKit:
 
     def load(self, source: str | Path | Mapping[str, Any]) -> HPA:
         """The one HPA of a manifest file (relative to the test file) or mapping."""
+        from hpa.testing.manifests import load_hpa
+
         return load_hpa(source if isinstance(source, Mapping) else self.path(source))
 
     def load_all(self, source: str | Path | Mapping[str, Any]) -> list[HPA]:
         """Every HPA of a manifest file (relative to the test file) or mapping."""
+        from hpa.testing.manifests import load_hpas
+
         return load_hpas(source if isinstance(source, Mapping) else self.path(source))
 
     def metrics(self) -> FakeMetrics:
         """An empty fake-metrics builder."""
+        from hpa.testing.metrics import FakeMetrics
+
         return FakeMetrics()
 
     def decide(
@@ -83,6 +92,8 @@ class HPATestKit:
         after: SyncResult | None = None,
     ) -> SyncResult:
         """:func:`hpa.testing.decide` with this kit's flags."""
+        from hpa.testing.sync import decide
+
         return decide(hpa, metrics, now=now, after=after, settings=self.settings)
 
     def run(
@@ -97,6 +108,8 @@ class HPATestKit:
     ) -> RunResult:
         """:func:`hpa.testing.run` with this kit's flags (a CSV path is relative to the test
         file)."""
+        from hpa.testing.timeline import run
+
         if isinstance(trace, str | Path) and str(trace).endswith(".csv"):
             trace = self.path(trace)
         return run(
@@ -113,6 +126,8 @@ class HPATestKit:
 @pytest.fixture
 def hpa_settings() -> HorizontalControllerSettings:
     """The controller flags of ``hpa_kit`` (``hpa controller``'s defaults)."""
+    from hpa.controllers.settings import HorizontalControllerSettings
+
     return HorizontalControllerSettings()
 
 
@@ -127,6 +142,8 @@ def hpa_kit(
 @pytest.fixture
 def hpa_metrics() -> FakeMetrics:
     """An empty :class:`~hpa.testing.FakeMetrics`."""
+    from hpa.testing.metrics import FakeMetrics
+
     return FakeMetrics()
 
 
@@ -137,6 +154,8 @@ class HPACaseFile(pytest.File):
     """A ``*.hpatest.yaml`` file: one item per test."""
 
     def collect(self) -> Iterator[HPACaseItem]:
+        from hpa.testing.cases import CaseFileError, load_case_file
+
         try:
             cases = load_case_file(self.path)
         except CaseFileError as error:
