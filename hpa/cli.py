@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_adapter_command(commands)
     _add_vpa_commands(commands)
     _add_simulator_commands(commands)
+    _add_test_command(commands)
     return parser
 
 
@@ -130,6 +131,13 @@ def _add_simulator_commands(commands: argparse._SubParsersAction[argparse.Argume
 
     simulator.add_simulate_parser(commands)
     simulator.add_demo_parser(commands)
+
+
+def _add_test_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hpa test PATH...``: declarative HPA test cases (``hpa.testing.command``)."""
+    from hpa.testing import command as test_command
+
+    test_command.add_test_parser(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

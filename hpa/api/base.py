@@ -27,6 +27,7 @@ would; what was read is what is written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from typing import Annotated, Any, Self, TypeVar
 
@@ -41,7 +42,15 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-__all__ = ["KubeModel", "from_dict", "from_json", "to_dict", "to_json", "unknown_fields"]
+__all__ = [
+    "KubeModel",
+    "error_location",
+    "from_dict",
+    "from_json",
+    "to_dict",
+    "to_json",
+    "unknown_fields",
+]
 
 
 class KubeModel(BaseModel):
@@ -177,3 +186,15 @@ def _unknown_in(value: Any, path: str) -> dict[str, Any]:
         for key, item in value.items():
             found.update(_unknown_in(item, f"{path}[{key}]"))
     return found
+
+
+def error_location(error: Mapping[str, Any]) -> str:
+    """The field path of one pydantic error (``ValidationError.errors()[i]``), written as
+    Kubernetes writes paths: ``spec.metrics[0].resource.name`` (``(root)`` for the document)."""
+    parts: list[str] = []
+    for item in error.get("loc", ()):
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(root)"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from hpa.controllers.horizontal import HorizontalController, ReconcileReport
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.decision import MetricStatus
+from hpa.core.explain import Explanation
 from hpa.sim.manifest import HPAManifest, target_utilization_percent
 from hpa.sim.ports import (
     RecordedEvent,
@@ -65,6 +66,9 @@ class SimulationConfig:
     replayed_metric_milli: tuple[int, ...] | None = None
     """Every External and Object metric answers these values (milli-units) in order, one per
     fetch, instead of the offered load: what a cluster's metrics API served, recorded."""
+    record_decisions: bool = False
+    """Keep every reconcile's explanation (:attr:`HPARun.decisions`), not only the rescales'
+    rendered text: for short runs that are asserted on (``hpa.testing``)."""
 
     def __post_init__(self) -> None:
         times = self.sync_times_seconds
@@ -129,6 +133,8 @@ class HPARun:
     first_error_seconds: float | None = None
     explanations: list[tuple[float, str]] = field(default_factory=list)
     """``(t, explanation)`` of every reconcile that rescaled (the decision's trace, rendered)."""
+    decisions: list[tuple[float, Explanation]] = field(default_factory=list)
+    """``(t, explanation)`` of every reconcile, when :attr:`SimulationConfig.record_decisions`."""
 
 
 @dataclass(slots=True)
@@ -233,11 +239,15 @@ def _build(
     return _Simulated(run=run, key=key, deployment=deployment, controller=controller)
 
 
-def _note(sim: _Simulated, report: ReconcileReport | None, *, t_seconds: float) -> None:
+def _note(
+    sim: _Simulated, report: ReconcileReport | None, *, t_seconds: float, record: bool
+) -> None:
     run = sim.run
     run.reconciles += 1
     if report is None:
         return
+    if record:
+        run.decisions.append((t_seconds, report.explanation))
     if report.scaled:
         run.explanations.append((t_seconds, report.explanation.render()))
     if report.error is not None:
@@ -286,7 +296,7 @@ async def run_simulation(
         for sim in sims:
             sim.deployment.advance_to(t_seconds)
             report = await sim.controller.reconcile_key(sim.key)
-            _note(sim, report, t_seconds=t_seconds)
+            _note(sim, report, t_seconds=t_seconds, record=config.record_decisions)
         if on_sync is not None:
             on_sync(t_seconds, runs, deployments)
     for sim in sims:

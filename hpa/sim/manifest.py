@@ -16,11 +16,13 @@ upstream.
 Deliberate deviations: a manifest without ``metadata.namespace`` is put in ``default`` (as
 ``kubectl apply`` would); ``Resource`` / ``ContainerResource`` metrics other than ``cpu`` are
 rejected, because the workload model has no memory (:class:`ManifestError` names the field).
+``simulatable=False`` keeps memory metrics (for one-sync decisions, which need no workload
+model, as ``hpa.testing`` asks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from hpa.api.autoscaling_v2 import HorizontalPodAutoscaler
-from hpa.api.base import unknown_fields
+from hpa.api.base import error_location, unknown_fields
 from hpa.api.validation import validate_horizontal_pod_autoscaler
 from hpa.controllers.conversion import spec_from_model
 from hpa.controllers.ports import HorizontalPodAutoscalerObject
@@ -46,8 +48,11 @@ from hpa.core.spec import (
 __all__ = [
     "HPAManifest",
     "ManifestError",
+    "check_simulatable",
     "load_manifests",
+    "manifests_from_documents",
     "parse_manifests",
+    "read_manifest",
     "target_utilization_percent",
 ]
 
@@ -65,18 +70,10 @@ class HPAManifest:
     hpa: HorizontalPodAutoscalerObject
 
 
-def _location(error: dict[str, Any]) -> str:
-    parts: list[str] = []
-    for item in error.get("loc", ()):
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts) or "(root)"
-
-
-def _check_simulatable(model: HorizontalPodAutoscaler, where: str) -> None:
-    for index, metric in enumerate(model.spec.metrics):
+def check_simulatable(manifest: HPAManifest) -> None:
+    """Raise :class:`ManifestError` when the workload model cannot drive one of the HPA's metrics
+    (a ``Resource`` / ``ContainerResource`` metric other than ``cpu``)."""
+    for index, metric in enumerate(manifest.hpa.spec.metrics):
         path = f"spec.metrics[{index}]"
         name: str | None = None
         if metric.type == MetricSourceType.RESOURCE and metric.resource is not None:
@@ -85,7 +82,8 @@ def _check_simulatable(model: HorizontalPodAutoscaler, where: str) -> None:
             name, path = metric.container_resource.name, f"{path}.containerResource.name"
         if name is not None and name != "cpu":
             raise ManifestError(
-                f'{where}: {path}: Unsupported value: "{name}": the simulator models cpu only'
+                f'{manifest.source}: {path}: Unsupported value: "{name}": '
+                "the simulator models cpu only"
             )
 
 
@@ -133,7 +131,7 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
         model = HorizontalPodAutoscaler.from_dict(_apply_defaults(document))
     except ValidationError as error:
         first = error.errors()[0]
-        raise ManifestError(f"{where}: {_location(dict(first))}: {first['msg']}") from error
+        raise ManifestError(f"{where}: {error_location(first)}: {first['msg']}") from error
     unknown = sorted(unknown_fields(model))
     if unknown:
         raise ManifestError(f'{where}: strict decoding error: unknown field "{unknown[0]}"')
@@ -143,7 +141,6 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
     if errors:
         details = "; ".join(str(e) for e in errors)
         raise ManifestError(f"{where}: HorizontalPodAutoscaler is invalid: {details}")
-    _check_simulatable(model, where)
     try:
         spec = spec_from_model(model.spec)
     except (QuantityError, ValueError) as error:
@@ -157,35 +154,52 @@ def _convert(document: Any, where: str) -> HorizontalPodAutoscalerObject:
     )
 
 
-def parse_manifests(text: str, *, source: str) -> list[HPAManifest]:
-    """Every HPA in a (multi-document) YAML text; ``List`` kinds are unpacked."""
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+def manifests_from_documents(
+    documents: Sequence[Any], *, source: str, simulatable: bool = True
+) -> list[HPAManifest]:
+    """Every HPA of decoded documents (``List`` kinds are unpacked), each checked as
+    :func:`parse_manifests` does."""
     found: list[HPAManifest] = []
     for number, document in enumerate(documents, start=1):
         where = source if len(documents) == 1 else f"{source} (document {number})"
         items: Iterable[Any] = [document]
-        if isinstance(document, dict) and document.get("kind", "").endswith("List"):
+        if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
             items = document.get("items") or []
         for item in items:
             hpa = _convert(item, where)
-            found.append(HPAManifest(name=hpa.name, source=where, hpa=hpa))
+            manifest = HPAManifest(name=hpa.name, source=where, hpa=hpa)
+            if simulatable:
+                check_simulatable(manifest)
+            found.append(manifest)
     if not found:
         raise ManifestError(f"{source}: no HorizontalPodAutoscaler found")
     return found
+
+
+def parse_manifests(text: str, *, source: str, simulatable: bool = True) -> list[HPAManifest]:
+    """Every HPA in a (multi-document) YAML text; ``List`` kinds are unpacked. ``simulatable``
+    rejects metrics the workload model cannot drive; an unknown field is always an error."""
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        raise ManifestError(f"{source}: not valid YAML: {error}") from error
+    return manifests_from_documents(documents, source=source, simulatable=simulatable)
+
+
+def read_manifest(path: str | Path) -> str:
+    """A manifest file's text; :class:`ManifestError` (``cannot read <path>: <why>``) when it
+    cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
 
 
 def load_manifests(paths: Iterable[str | Path]) -> list[HPAManifest]:
     """Every HPA of every file, names made unique (``web``, ``web#2``) for side-by-side output."""
     manifests: list[HPAManifest] = []
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as error:
-            raise ManifestError(f"cannot read {path}: {error.strerror or error}") from error
-        manifests.extend(parse_manifests(text, source=str(path)))
+        manifests.extend(parse_manifests(read_manifest(path), source=str(path)))
     seen: dict[str, int] = {}
     unique: list[HPAManifest] = []
     for manifest in manifests:

@@ -224,7 +224,7 @@ def test_simulate_states_its_assumptions_and_start_replicas(
             "whatever the metric's name" in text
         )
         assert "metrics[1] Object: 'latency_p99': the offered load in requests/s" in text
-    rows = list(csv.DictReader((out / "default.timeline.csv").open()))
+    rows = list(csv.DictReader((out / "default.timeline.csv").read_text().splitlines()))
     assert rows[0]["event"] == "scale 3 -> 4"  # the first sync starts from the 3 replicas
 
 
