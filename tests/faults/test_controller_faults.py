@@ -398,8 +398,12 @@ def test_paused_leader_writes_nothing_after_it_resumes(
                 "paused_replica": "running" if running else "exited",
             }
         )
-        assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(f"takeover after {takeover:.1f} s")
-        assert not late, s.failure(f"{old} wrote after it resumed: {[w.target for w in late]}")
+        assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(
+            f"takeover after {takeover:.1f} s in round {round_}; the rounds: {rounds}"
+        )
+        assert not late, s.failure(
+            f"{old} wrote after it resumed (round {round_}): {[w.target for w in late]}"
+        )
         assert _scale_writes(by_new, name), s.failure(f"{new} made no scale write after the resume")
         if not running:  # a deposed replica that exits is restarted, as its Deployment would
             lab.group.end(old)
