@@ -49,6 +49,7 @@ from adapter.server.routing import (
     CustomMetricTarget,
     ExternalMetricTarget,
     GroupTarget,
+    InvalidPathTarget,
     MetricRequest,
     NodeMetricsTarget,
     OpenApiGroupVersionTarget,
@@ -251,6 +252,8 @@ class Routes:
                 return await self.node_metrics_list(request, target)
             case NodeMetricsTarget():
                 return await self.node_metrics_get(target)
+            case InvalidPathTarget():
+                raise status.bad_request("invalid request path")
         raise status.not_found_path()
 
     # ---------------------------------------------------------------- health and metrics

@@ -41,7 +41,12 @@ from adapter.server.app import Server, build_app
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
 from adapter.server.explain import explain
-from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
+from adapter.server.pods import (
+    ApiObjectNameLister,
+    InformerObjectLister,
+    NodeRecord,
+    parse_node,
+)
 from adapter.server.reload import ReloadingMetrics
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, settings_from_args
@@ -206,6 +211,7 @@ async def _serve(
             config,
             prom,
             pod_lister=lister,
+            object_lister=ApiObjectNameLister(kube),
             settings=value_settings,
             registry=provider_registry,
             relist_interval_seconds=settings.metrics_relist_interval_seconds,
