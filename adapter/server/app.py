@@ -458,7 +458,7 @@ class Routes:
         name = target.name
         node = next((n for n in await self._list_nodes("") if n.name == name), None)
         if node is None:
-            raise status.not_found("nodes", "", name=name)
+            raise status.not_found("node", "", name=name)  # the node lister's resource
         try:
             usages = await provider.get_node_metrics([name])
         except ProviderError as error:

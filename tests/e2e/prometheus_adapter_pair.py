@@ -7,7 +7,9 @@ JSON after sorting lists; fields that legitimately differ are dropped first (``I
 ``timestamp`` and ``metadata.creationTimestamp`` (the moment of the answer), ``windowSeconds`` and
 ``window`` (ours: the rule's window; prometheus-adapter: none for custom metrics and the configured
 ``window`` for resource metrics). Quantities are compared as numbers: equal within
-``VALUE_TOLERANCE`` (values of counters sampled a few milliseconds apart) and no further.
+``VALUE_TOLERANCE`` relative (values of counters sampled a few milliseconds apart; a test may
+pass a larger one) or one milli-unit (prometheus-adapter truncates to milli-units, this adapter
+rounds: docs/adapter-values.md, "milli conversion"), and no further.
 
 A difference that is neither equal nor one of the documented deviations (``DEVIATIONS``, each
 listed in docs/migrating-from-prometheus-adapter.md) fails the test that found it.
@@ -91,17 +93,24 @@ def _without_values(value: Any) -> Any:
     return value
 
 
-def same(ours: Any, theirs: Any) -> bool:
-    """Equal after ``strip``; quantities within ``VALUE_TOLERANCE`` of each other."""
+MILLI = Decimal("0.001")
+
+
+def same(ours: Any, theirs: Any, tolerance: Decimal = VALUE_TOLERANCE) -> bool:
+    """Equal after ``strip``; quantities within ``tolerance`` (relative) or a milli-unit."""
     if isinstance(ours, dict) and isinstance(theirs, dict):
-        return ours.keys() == theirs.keys() and all(same(ours[k], theirs[k]) for k in ours)
+        return ours.keys() == theirs.keys() and all(
+            same(ours[k], theirs[k], tolerance) for k in ours
+        )
     if isinstance(ours, list) and isinstance(theirs, list):
-        return len(ours) == len(theirs) and all(map(same, ours, theirs))
+        return len(ours) == len(theirs) and all(
+            same(a, b, tolerance) for a, b in zip(ours, theirs, strict=True)
+        )
     if isinstance(ours, str) and isinstance(theirs, str) and ours != theirs:
         a, b = quantity(ours), quantity(theirs)
         if a is None or b is None:
             return False
-        return abs(a - b) <= VALUE_TOLERANCE * max(abs(a), abs(b), Decimal("1e-3"))
+        return abs(a - b) <= max(tolerance * max(abs(a), abs(b)), MILLI)
     return bool(ours == theirs)
 
 
@@ -121,13 +130,6 @@ class Tally:
     equal: int = 0
     explained: dict[str, int] = field(default_factory=dict)
     unexplained: list[str] = field(default_factory=list)
-
-    def add(self, other: Tally) -> None:
-        self.compared += other.compared
-        self.equal += other.equal
-        for name, count in other.explained.items():
-            self.explained[name] = self.explained.get(name, 0) + count
-        self.unexplained += other.unexplained
 
     def line(self, what: str) -> str:
         explained = ", ".join(f"{k} {v}" for k, v in sorted(self.explained.items())) or "none"
@@ -155,6 +157,7 @@ class Pair:
     theirs_url: str
     context: ssl.SSLContext
     deviations: tuple[Deviation, ...] = ()
+    tolerance: Decimal = VALUE_TOLERANCE
 
     def get_both(self, path: str) -> tuple[prometheus_adapter.Reply, prometheus_adapter.Reply]:
         ours = prometheus_adapter.get(self.ours_url, path, context=self.context)
@@ -166,7 +169,9 @@ class Pair:
         for path in paths:
             ours, theirs = self.get_both(path)
             tally.compared += 1
-            if ours.status == theirs.status and same(strip(ours.body), strip(theirs.body)):
+            if ours.status == theirs.status and same(
+                strip(ours.body), strip(theirs.body), self.tolerance
+            ):
                 tally.equal += 1
                 continue
             known = next((d for d in self.deviations if d.applies(path, ours, theirs)), None)
@@ -219,6 +224,7 @@ def started_pair(
     label: str,
     discovery_path: str | None = "/apis/custom.metrics.k8s.io/v1beta1",
     deviations: tuple[Deviation, ...] = (),
+    tolerance: Decimal = VALUE_TOLERANCE,
 ) -> Iterator[Pair]:
     """Both adapters on ``rules_text``, ready (``discovery_path`` lists a resource, unless it is
     None), stopped on exit."""
@@ -244,6 +250,7 @@ def started_pair(
         lab, f"https://{HOST}:{ours_port}", f"https://{HOST}:{theirs_port}", client_context(lab)
     )
     pair.deviations = deviations
+    pair.tolerance = tolerance
     try:
         for url in (pair.ours_url, pair.theirs_url):
             prometheus_adapter.wait_ready(
