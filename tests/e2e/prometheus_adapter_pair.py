@@ -34,7 +34,7 @@ from tests.e2e.controller_lab import free_port
 from tests.lab import prometheus_adapter
 from tests.lab.lab import Lab
 from tests.lab.pki import issue_certificate
-from tests.lab.process import wait_until
+from tests.lab.process import Component, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -215,6 +215,44 @@ def ours_argv(rules: Path, lab: Lab, port: int, cert: Path, key: Path) -> list[s
     ]
 
 
+@dataclass(frozen=True)
+class _Started:
+    ours: Component
+    theirs: Component
+    ours_url: str
+    theirs_url: str
+
+
+def _start_both(lab: Lab, work: Path, rules_text: str, *, label: str) -> _Started:
+    """Ours and prometheus-adapter on ``rules_text``, each on its own port of ``HOST``."""
+    work.mkdir(parents=True, exist_ok=True)
+    rules = work / "config.yaml"
+    rules.write_text(rules_text)
+    cert, key = _serving_certificate(lab, work)
+    ours_port, theirs_port = free_port(HOST), free_port(HOST)
+    ours = lab.group.start(
+        f"pad-ours-{label}", ours_argv(rules, lab, ours_port, cert, key), cwd=REPO_ROOT
+    )
+    config = prometheus_adapter.AdapterConfig(
+        rules=rules,
+        prometheus_url=lab.prometheus_url,
+        kubeconfig=lab.kubeconfig,
+        requestheader_ca=lab.pki.front_proxy_ca.pair.cert_path,
+        tls_cert_file=cert,
+        tls_private_key=key,
+        port=theirs_port,
+        bind_address=HOST,
+    )
+    theirs = prometheus_adapter.start(lab.group, config, name=f"pad-theirs-{label}")
+    return _Started(ours, theirs, f"https://{HOST}:{ours_port}", f"https://{HOST}:{theirs_port}")
+
+
+def _stop_both(lab: Lab, started: _Started) -> None:
+    for component in (started.ours, started.theirs):
+        if component.name in lab.group.components:
+            lab.group.end(component.name)
+
+
 @contextlib.contextmanager
 def started_pair(
     lab: Lab,
@@ -228,27 +266,8 @@ def started_pair(
 ) -> Iterator[Pair]:
     """Both adapters on ``rules_text``, ready (``discovery_path`` lists a resource, unless it is
     None), stopped on exit."""
-    work.mkdir(parents=True, exist_ok=True)
-    rules = work / "config.yaml"
-    rules.write_text(rules_text)
-    cert, key = _serving_certificate(lab, work)
-    ours_port, theirs_port = free_port(HOST), free_port(HOST)
-    names = (f"pad-ours-{label}", f"pad-theirs-{label}")
-    lab.group.start(names[0], ours_argv(rules, lab, ours_port, cert, key), cwd=REPO_ROOT)
-    config = prometheus_adapter.AdapterConfig(
-        rules=rules,
-        prometheus_url=lab.prometheus_url,
-        kubeconfig=lab.kubeconfig,
-        requestheader_ca=lab.pki.front_proxy_ca.pair.cert_path,
-        tls_cert_file=cert,
-        tls_private_key=key,
-        port=theirs_port,
-        bind_address=HOST,
-    )
-    prometheus_adapter.start(lab.group, config, name=names[1])
-    pair = Pair(
-        lab, f"https://{HOST}:{ours_port}", f"https://{HOST}:{theirs_port}", client_context(lab)
-    )
+    started = _start_both(lab, work, rules_text, label=label)
+    pair = Pair(lab, started.ours_url, started.theirs_url, client_context(lab))
     pair.deviations = deviations
     pair.tolerance = tolerance
     try:
@@ -262,43 +281,22 @@ def started_pair(
             )
         yield pair
     finally:
-        for name in names:
-            if name in lab.group.components:
-                lab.group.end(name)
+        _stop_both(lab, started)
 
 
 def both_refuse(lab: Lab, work: Path, rules_text: str, *, label: str) -> tuple[str, str]:
-    """Start both on a rule file they must refuse; returns the tails of their logs once both
-    have exited (a failure if either is still serving after ``START_TIMEOUT_SECONDS``)."""
-    work.mkdir(parents=True, exist_ok=True)
-    rules = work / "config.yaml"
-    rules.write_text(rules_text)
-    cert, key = _serving_certificate(lab, work)
-    names = (f"pad-ours-{label}", f"pad-theirs-{label}")
-    ours = lab.group.start(
-        names[0], ours_argv(rules, lab, free_port(HOST), cert, key), cwd=REPO_ROOT
-    )
-    config = prometheus_adapter.AdapterConfig(
-        rules=rules,
-        prometheus_url=lab.prometheus_url,
-        kubeconfig=lab.kubeconfig,
-        requestheader_ca=lab.pki.front_proxy_ca.pair.cert_path,
-        tls_cert_file=cert,
-        tls_private_key=key,
-        port=free_port(HOST),
-        bind_address=HOST,
-    )
-    theirs = prometheus_adapter.start(lab.group, config, name=names[1])
+    """Start both on a rule file they must refuse; returns their logs once both have exited (a
+    failure if either is still serving after ``START_TIMEOUT_SECONDS``)."""
+    started = _start_both(lab, work, rules_text, label=label)
     try:
         wait_until(
-            lambda: ours.exited() is not None and theirs.exited() is not None,
+            lambda: started.ours.exited() is not None and started.theirs.exited() is not None,
             what="both adapters to refuse the rule file",
             timeout_seconds=START_TIMEOUT_SECONDS,
         )
-        return ours.log_path.read_text(), theirs.log_path.read_text()
+        return started.ours.log_path.read_text(), started.theirs.log_path.read_text()
     finally:
-        for name in names:
-            lab.group.end(name)
+        _stop_both(lab, started)
 
 
 # ---------------------------------------------------------------------------- lab data

@@ -24,7 +24,7 @@ import random
 import re
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -83,25 +83,21 @@ def _not_equals_metric_selector(path: str, ours: Reply, theirs: Reply) -> bool:
     return "!=" in selector and theirs.status == 500 and ours.status in (200, 404)
 
 
-def _empty_external_list(path: str, ours: Reply, theirs: Reply) -> bool:
-    return (
-        path.startswith(EXTERNAL + "/")
-        and theirs.status == 200
-        and theirs.body.get("items") == []
-        and ours.status == 404
-        and ours.body.get("reason") == "NotFound"
-    )
+def _empty_list_is_not_found(prefix: str, *, wildcard: bool) -> Callable[[str, Reply, Reply], bool]:
+    """prometheus-adapter answers 200 with no items where ours is 404 NotFound (under
+    ``prefix``; ``wildcard``: only ``*`` requests)."""
 
+    def applies(path: str, ours: Reply, theirs: Reply) -> bool:
+        return (
+            path.startswith(prefix)
+            and (not wildcard or "/*/" in path)
+            and theirs.status == 200
+            and theirs.body.get("items") == []
+            and ours.status == 404
+            and ours.body.get("reason") == "NotFound"
+        )
 
-def _selector_without_values(path: str, ours: Reply, theirs: Reply) -> bool:
-    return (
-        path.startswith(CUSTOM + "/")
-        and "/*/" in path
-        and theirs.status == 200
-        and theirs.body.get("items") == []
-        and ours.status == 404
-        and ours.body.get("reason") == "NotFound"
-    )
+    return applies
 
 
 def _unknown_resource_by_selector(path: str, ours: Reply, theirs: Reply) -> bool:
@@ -128,12 +124,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "empty external list",
         "An external metric whose query returns no series",
-        _empty_external_list,
+        _empty_list_is_not_found(EXTERNAL + "/", wildcard=False),
     ),
     Deviation(
         "selector list without values",
         "A label-selector request (`*`) whose objects all lack a value",
-        _selector_without_values,
+        _empty_list_is_not_found(CUSTOM + "/", wildcard=True),
     ),
     Deviation(
         "unknown resource by selector",

@@ -1,10 +1,14 @@
-"""prometheus-adapter's build cache key, its command line and the front-proxy GET helper."""
+"""prometheus-adapter's build cache key and command line, and the lab's build-once helper."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from tests.lab import prometheus_adapter
+from tests.lab.build import MANIFEST, build_once
 
 
 def _tree(root: Path) -> Path:
@@ -57,3 +61,34 @@ def test_argv_serves_the_rule_file_with_the_labs_authn_and_requestheader_ca() ->
         "--tls-cert-file=/w/serving.crt",
         "--tls-private-key-file=/w/serving.key",
     } <= set(argv[1:])
+
+
+def test_build_once_renames_a_finished_build_into_place_and_then_does_nothing(
+    tmp_path: Path,
+) -> None:
+    built: list[Path] = []
+
+    def run(partial: Path) -> None:
+        built.append(partial)
+        (partial / "tool").write_text("binary\n")
+
+    directory = tmp_path / "bin" / "tool-key"
+    assert build_once(directory, "tool", run, {"go": "go1.26.8"}) == directory
+    assert build_once(directory, "tool", run, {"go": "go1.26.8"}) == directory
+    assert built == [tmp_path / "bin" / ".tool-key.partial"]
+    assert (directory / "tool").read_text() == "binary\n"
+    manifest = json.loads((directory / MANIFEST).read_text())
+    assert manifest["go"] == "go1.26.8"
+    assert isinstance(manifest["build_seconds"], float)
+    assert not built[0].exists()
+
+
+def test_an_interrupted_build_leaves_no_directory_that_looks_complete(tmp_path: Path) -> None:
+    def run(partial: Path) -> None:
+        (partial / "tool").write_text("half\n")
+        raise KeyboardInterrupt
+
+    directory = tmp_path / "tool-key"
+    with pytest.raises(KeyboardInterrupt):
+        build_once(directory, "tool", run, {})
+    assert not directory.exists()
