@@ -289,6 +289,14 @@ class CustomMetricsProvider:
             raise MetricNotFoundError(info.group_resource, info.metric, cause=cause)
         return values
 
+    async def object_names(
+        self, info: CustomMetricInfo, *, namespace: str | None, selector: str = ""
+    ) -> list[str]:
+        """The names ``get_metric_by_selector`` would ask values for (``ListObjectNames``);
+        raises as it does for an unknown metric, a bad selector or a failed list."""
+        requirements = parse_request_selector(selector, what="label selector")
+        return await self._names_for_selector(info, namespace, requirements=requirements)
+
     # ------------------------------------------------------------------ internals
 
     async def _names_for_selector(
