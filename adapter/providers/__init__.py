@@ -55,7 +55,7 @@ from adapter.providers.objects import (
     label_selector_json,
     parse_group_resource,
 )
-from adapter.providers.ports import Clock, PodLister, PrometheusQuerier
+from adapter.providers.ports import Clock, ObjectNameLister, PodLister, PrometheusQuerier
 from adapter.providers.resource import (
     ContainerUsage,
     NodeUsage,
@@ -93,6 +93,7 @@ def build_providers(
     querier: PrometheusQuerier,
     *,
     pod_lister: PodLister,
+    object_lister: ObjectNameLister | None = None,
     mapper: RESTMapper | None = None,
     kinds: KindMapper | None = None,
     settings: ValueSettings | None = None,
@@ -129,6 +130,7 @@ def build_providers(
             querier,
             relister,
             pod_lister=pod_lister,
+            object_lister=object_lister,
             kinds=kinds,
             settings=value_settings,
             clock=real_clock,
@@ -170,6 +172,7 @@ __all__ = [
     "MissingCause",
     "NodeUsage",
     "ObjectListError",
+    "ObjectNameLister",
     "ObjectReference",
     "PodLister",
     "PodUsage",

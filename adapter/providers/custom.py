@@ -11,8 +11,9 @@ names.
 
 Deliberate deviations (docs/adapter-values.md):
 
-- pod names for ``*`` come from the ``PodLister`` watch cache, not a LIST; other resources cannot be
-  listed by selector here (400);
+- pod names for ``*`` in a namespace come from the ``PodLister`` watch cache, not a LIST; other
+  resources are LISTed per request through the ``ObjectNameLister`` as upstream does (without
+  one, they cannot be listed by selector: 400);
 - a selector request whose objects all lack a value is NotFound "... for R" (upstream: an empty
   list, which the HPA then rejects with "no metrics returned from custom metrics API");
 - empty, stale and NaN/Inf values are missing, never 0 (see ``adapter.providers.values``); an
@@ -70,7 +71,7 @@ from adapter.providers.evaluation import (
 )
 from adapter.providers.index import MetricIndex
 from adapter.providers.objects import BuiltinKinds, KindMapper, ObjectReference
-from adapter.providers.ports import Clock, PodLister, PrometheusQuerier
+from adapter.providers.ports import Clock, ObjectNameLister, PodLister, PrometheusQuerier
 from adapter.providers.telemetry import ProviderMetrics
 from adapter.providers.values import (
     ValueSettings,
@@ -183,6 +184,7 @@ class CustomMetricsProvider:
         indexes: IndexSource,
         *,
         pod_lister: PodLister,
+        object_lister: ObjectNameLister | None = None,
         kinds: KindMapper | None = None,
         settings: ValueSettings | None = None,
         clock: Clock | None = None,
@@ -191,6 +193,7 @@ class CustomMetricsProvider:
         self._querier = querier
         self._indexes = indexes
         self._pod_lister = pod_lister
+        self._object_lister = object_lister
         self._kinds: KindMapper = kinds if kinds is not None else BuiltinKinds()
         self.settings = settings if settings is not None else ValueSettings()
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -248,8 +251,9 @@ class CustomMetricsProvider:
     ) -> list[CustomMetricValue]:
         """``GetMetricBySelector``: values for the objects matching ``selector`` (``*``).
 
-        Only pods can be listed (from the ``PodLister``). Objects without a usable value are left
-        out; when none is left, raises ``MetricNotFoundError`` ("... for R").
+        Pods in a namespace come from the ``PodLister``, other objects from the
+        ``ObjectNameLister`` (without one: 400). Objects without a usable value are left out;
+        when none is left, raises ``MetricNotFoundError`` ("... for R").
         """
         label_requirements = parse_request_selector(selector, what="label selector")
         requirements = parse_request_selector(metric_selector, what="metric label selector")
@@ -285,6 +289,14 @@ class CustomMetricsProvider:
             raise MetricNotFoundError(info.group_resource, info.metric, cause=cause)
         return values
 
+    async def object_names(
+        self, info: CustomMetricInfo, *, namespace: str | None, selector: str = ""
+    ) -> list[str]:
+        """The names ``get_metric_by_selector`` would ask values for (``ListObjectNames``);
+        raises as it does for an unknown metric, a bad selector or a failed list."""
+        requirements = parse_request_selector(selector, what="label selector")
+        return await self._names_for_selector(info, namespace, requirements=requirements)
+
     # ------------------------------------------------------------------ internals
 
     async def _names_for_selector(
@@ -302,15 +314,18 @@ class CustomMetricsProvider:
             raise MetricNotFoundError(
                 info.group_resource, info.metric, cause=MissingCause.UNKNOWN_METRIC
             )
-        if resource != PODS or namespace is None:
+        selector = format_selector(requirements)
+        if (resource != PODS or namespace is None) and self._object_lister is None:
             raise InvalidRequestError(
                 f"listing {resource} by label selector is not supported: only pods in a "
                 "namespace can be selected"
             )
         try:
-            found = await self._pod_lister.pods_for_selector(
-                namespace, format_selector(requirements)
-            )
+            if resource == PODS and namespace is not None:
+                found = await self._pod_lister.pods_for_selector(namespace, selector)
+            else:
+                assert self._object_lister is not None
+                found = await self._object_lister.names_for_selector(resource, namespace, selector)
         except Exception as exc:
             log.warning("pod_list_failed", namespace=namespace, error=str(exc))
             raise ObjectListError(detail=str(exc)) from exc

@@ -57,7 +57,7 @@ from adapter.providers.values import (
     timestamp_from_seconds,
     window_from_query,
 )
-from adapter.rules import NAMESPACES, BadQueryError
+from adapter.rules import NAMESPACES, BadQueryError, GroupResource
 from adapter.rules.errors import RuleEvaluationError
 from hpa.core.quantity import Quantity
 
@@ -86,6 +86,12 @@ class _SharedProbe(NamedTuple):
 
     sent_monotonic: float
     freshness: Freshness
+
+
+def not_found_resource(namespace: str) -> GroupResource:
+    """prometheus-adapter's ``selectGroupResource`` for its NotFound: ``namespaces`` for the
+    ``default`` namespace, else the empty group-resource (the message then ends in "for ")."""
+    return NAMESPACES if namespace == "default" else GroupResource("", "")
 
 
 class ExternalMetricsProvider:
@@ -136,7 +142,7 @@ class ExternalMetricsProvider:
                 metric, namespace=namespace, metric_selector=requirements
             )
             if query is None or entry is None:
-                self._missing(metric, MissingCause.UNKNOWN_METRIC)
+                self._missing(metric, namespace, MissingCause.UNKNOWN_METRIC)
             probe = None
             if self.settings.max_sample_age_seconds is not None:
                 probe = external_probe_query(
@@ -144,7 +150,7 @@ class ExternalMetricsProvider:
                 )
         except (BadQueryError, RuleEvaluationError) as exc:
             if isinstance(exc, RuleEvaluationError):
-                self._missing(metric, MissingCause.UNRENDERABLE, detail=str(exc))
+                self._missing(metric, namespace, MissingCause.UNRENDERABLE, detail=str(exc))
             raise rule_errors_to_provider_errors(exc, resource=NAMESPACES, metric=metric) from exc
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
@@ -164,12 +170,12 @@ class ExternalMetricsProvider:
                         window_seconds=window,
                     )
                 ]
-            self._missing(metric, MissingCause.EMPTY_RESULT)
+            self._missing(metric, namespace, MissingCause.EMPTY_RESULT)
         newest: float | None = None
         bound = self.settings.max_sample_age_seconds
         if probe is not None and bound is not None:
             if fresh is None or fresh.age_seconds > bound:
-                self._missing(metric, MissingCause.STALE)
+                self._missing(metric, namespace, MissingCause.STALE)
             newest = fresh.sample_time_seconds
         values = []
         for sample in result.samples:
@@ -187,7 +193,7 @@ class ExternalMetricsProvider:
                 )
             )
         if not values:
-            self._missing(metric, MissingCause.NOT_FINITE)
+            self._missing(metric, namespace, MissingCause.NOT_FINITE)
         return values
 
     async def _run(
@@ -263,7 +269,9 @@ class ExternalMetricsProvider:
 
         task.add_done_callback(done)
 
-    def _missing(self, metric: str, cause: MissingCause, *, detail: str = "") -> NoReturn:
+    def _missing(
+        self, metric: str, namespace: str, cause: MissingCause, *, detail: str = ""
+    ) -> NoReturn:
         if self._metrics is not None:
             self._metrics.missing.labels("external", cause.value).inc()
-        raise MetricNotFoundError(NAMESPACES, metric, cause=cause, detail=detail)
+        raise MetricNotFoundError(not_found_resource(namespace), metric, cause=cause, detail=detail)

@@ -108,12 +108,13 @@ def custom_metric_request(
 
     - ``namespaces/{ns}/{resource}/{name|*}/{metric}``: ``namespace=ns``;
     - ``namespaces/{ns}/metrics/{metric}``: pass ``resource="metrics"`` and the metric as
-      ``metric`` (or as ``name``, where reststorage finds it): the namespace object itself;
+      ``metric`` (or as ``name``, where reststorage finds it): the namespace object itself, and
+      for ``ns`` ``*`` every namespace by label selector (reststorage's ``name == "*"``);
     - ``{resource}/{name|*}/{metric}``: ``namespace=None`` (root-scoped).
     """
     if namespace and resource == "metrics":
         info = CustomMetricInfo(NAMESPACES, False, metric or name)
-        return CustomMetricRequest(info, None, name=namespace)
+        return CustomMetricRequest(info, None, name=None if namespace == "*" else namespace)
     info = CustomMetricInfo(parse_group_resource(resource), bool(namespace), metric)
     return CustomMetricRequest(info, namespace or None, name=None if name == "*" else name)
 

@@ -4,8 +4,10 @@ Upstream counterparts: prometheus-adapter ``pkg/client.Client`` (``Query``, ``Qu
 ``Series``), the dynamic client list in custom-metrics-apiserver ``helpers.ListObjectNames``, and
 ``k8s.io/utils/clock``.
 
-Deliberate deviation: pod names for a label selector come from a ``PodLister`` over a watch cache
-(implemented on ``hpa.kube``'s informer; tests use a fake), never from a LIST per request.
+Deliberate deviation: pod names for a label selector in a namespace come from a ``PodLister``
+over a watch cache (implemented on ``hpa.kube``'s informer; tests use a fake), never from a LIST
+per request; other resources (and pods in every namespace) are LISTed through an
+``ObjectNameLister``, as upstream lists everything.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import datetime
 from typing import Protocol
 
 from adapter.prometheus.results import InstantResult, RangeSeries
-from adapter.rules import Series
+from adapter.rules import GroupResource, Series
 
 
 class PodLister(Protocol):
@@ -26,6 +28,16 @@ class PodLister(Protocol):
         then ``String()``; ``""`` selects every pod). Implementations answer from a cache; an
         error they raise becomes ``ObjectListError`` (500 "unable to list matching resources").
         """
+        ...
+
+
+class ObjectNameLister(Protocol):
+    async def names_for_selector(
+        self, resource: GroupResource, namespace: str | None, selector: str
+    ) -> Sequence[str]:
+        """Names of the ``resource`` objects in ``namespace`` (None: cluster-scoped, or every
+        namespace) whose labels match ``selector`` (canonical text; ``""`` selects all):
+        ``helpers.ListObjectNames``. An error it raises becomes ``ObjectListError``."""
         ...
 
 

@@ -49,6 +49,7 @@ from adapter.server.routing import (
     CustomMetricTarget,
     ExternalMetricTarget,
     GroupTarget,
+    InvalidPathTarget,
     MetricRequest,
     NodeMetricsTarget,
     OpenApiGroupVersionTarget,
@@ -251,6 +252,8 @@ class Routes:
                 return await self.node_metrics_list(request, target)
             case NodeMetricsTarget():
                 return await self.node_metrics_get(target)
+            case InvalidPathTarget():
+                raise status.bad_request("invalid request path")
         raise status.not_found_path()
 
     # ---------------------------------------------------------------- health and metrics
@@ -455,7 +458,7 @@ class Routes:
         name = target.name
         node = next((n for n in await self._list_nodes("") if n.name == name), None)
         if node is None:
-            raise status.not_found("nodes", "", name=name)
+            raise status.not_found("node", "", name=name)  # the node lister's resource
         try:
             usages = await provider.get_node_metrics([name])
         except ProviderError as error:

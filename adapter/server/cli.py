@@ -40,7 +40,12 @@ from adapter.server.app import Server, build_app
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
 from adapter.server.explain import explain
-from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
+from adapter.server.pods import (
+    ApiObjectNameLister,
+    InformerObjectLister,
+    NodeRecord,
+    parse_node,
+)
 from adapter.server.reload import ReloadingMetrics
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
@@ -206,6 +211,7 @@ async def _serve(
             config,
             prom,
             pod_lister=lister,
+            object_lister=ApiObjectNameLister(kube),
             settings=value_settings,
             registry=provider_registry,
             relist_interval_seconds=settings.metrics_relist_interval_seconds,
@@ -246,7 +252,7 @@ async def _serve(
     authenticator.on_change(lambda config: tls.set_client_ca(config.ca_bundle_pem()))
 
     async def explain_request(request: MetricRequest) -> dict[str, Any]:
-        return await explain(metrics.current, request, querier=prom, pod_lister=lister)
+        return await explain(metrics.current, request, querier=prom)
 
     server = Server(
         metrics=metrics,
@@ -333,14 +339,13 @@ async def run_explain(settings: Settings, request: MetricRequest) -> dict[str, A
                 config,
                 prom,
                 pod_lister=_ListingPodLister(kube, reason),
+                object_lister=ApiObjectNameLister(kube) if kube is not None else None,
                 relist_interval_seconds=settings.metrics_relist_interval_seconds,
                 max_age_seconds=settings.metrics_max_age_seconds,
                 source=str(settings.config),
             )
             await providers.relister.relist()
-            return await explain(
-                providers, request, querier=prom, pod_lister=_ListingPodLister(kube, reason)
-            )
+            return await explain(providers, request, querier=prom)
     finally:
         if kube is not None:
             await aclose_quietly(kube)

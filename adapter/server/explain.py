@@ -31,7 +31,6 @@ from adapter.prometheus.errors import PrometheusError
 from adapter.providers import (
     MetricNotFoundError,
     MetricProviders,
-    PodLister,
     PrometheusQuerier,
     ProviderError,
     custom_metric_request,
@@ -117,7 +116,6 @@ async def explain(
     request: MetricRequest,
     *,
     querier: PrometheusQuerier,
-    pod_lister: PodLister,
 ) -> JsonObject:
     """The explanation document for one parsed metric request."""
     index = providers.relister.index
@@ -136,9 +134,7 @@ async def explain(
     if isinstance(target, ExternalMetricTarget):
         await _explain_external(doc, providers, querier=querier, target=target, request=request)
     else:
-        await _explain_custom(
-            doc, providers, querier=querier, target=target, request=request, pod_lister=pod_lister
-        )
+        await _explain_custom(doc, providers, querier=querier, target=target, request=request)
     return doc
 
 
@@ -169,7 +165,6 @@ async def _explain_custom(
     querier: PrometheusQuerier,
     target: CustomMetricTarget,
     request: MetricRequest,
-    pod_lister: PodLister,
 ) -> None:
     wanted = custom_metric_request(
         namespace=target.namespace,
@@ -191,12 +186,12 @@ async def _explain_custom(
     names: Sequence[str]
     if wanted.name is None:
         try:
-            names = list(
-                await pod_lister.pods_for_selector(wanted.namespace or "", request.label_selector)
+            names = await providers.custom.object_names(
+                wanted.info, namespace=wanted.namespace, selector=request.label_selector
             )
-        except Exception as error:  # noqa: BLE001 - shown to the user, not raised
+        except ProviderError as error:  # shown to the user, not raised
             names = []
-            doc["objectsError"] = str(error)
+            doc["objectsError"] = ": ".join(part for part in (error.message, error.detail) if part)
     else:
         names = [wanted.name]
     doc["objects"] = list(names)

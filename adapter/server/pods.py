@@ -4,8 +4,9 @@ Upstream counterparts: metrics-server ``pkg/api`` (``podLister``/``nodeLister`` 
 informers, ``labelSelector`` matched against the cache) and custom-metrics-apiserver
 ``helpers.ListObjectNames`` (which LISTs through the dynamic client on every request).
 
-Deliberate deviations: every lookup is answered from ``hpa.kube`` informers (one pod watch, one
-node watch) rather than a LIST per request; a selector that does not parse raises ``ValueError``
+Deliberate deviations: pod and node lookups are answered from ``hpa.kube`` informers (one pod
+watch, one node watch) rather than a LIST per request (``ApiObjectNameLister`` LISTs every other
+resource per request, as upstream does); a selector that does not parse raises ``ValueError``
 (the server answers 400). Pods that are terminating are still listed (metrics-server too).
 The pod names for a ``(namespace, selector)`` are remembered until the store changes anything in
 that namespace (``Store.namespace_version``): an HPA asks for the same selector every sync, and
@@ -18,7 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from adapter.server.ports import ObjectMeta
+from adapter.providers import BuiltinKinds, KindMapper
+from adapter.rules import GroupResource
+from adapter.server.ports import KubeApi, ObjectMeta
 from hpa.core.selector import parse_selector
 from hpa.kube.informer import Informer, Store
 from hpa.kube.records import PodRecord
@@ -88,3 +91,30 @@ class InformerObjectLister:
             ObjectMeta(node.name, labels=node.labels)
             for node in self._nodes.select(None, parse_selector(selector))
         ]
+
+
+def list_path(resource: GroupResource, namespace: str | None, kinds: KindMapper) -> str:
+    """The LIST path of ``resource`` at the version ``kinds`` knows, in ``namespace`` (None:
+    cluster-scoped, or across namespaces)."""
+    api_version, _ = kinds.kind_for(resource)
+    group, _, version = api_version.rpartition("/")
+    root = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{root}{scope}/{resource.resource}"
+
+
+class ApiObjectNameLister:
+    """The providers' ``ObjectNameLister``: one LIST per request with the label selector
+    (custom-metrics-apiserver ``helpers.ListObjectNames`` over the dynamic client). Resources
+    ``kinds`` does not know raise ``MetricFetchError`` (upstream: the RESTMapper's error, a 500)."""
+
+    def __init__(self, api: KubeApi, kinds: KindMapper | None = None) -> None:
+        self._api = api
+        self._kinds: KindMapper = kinds if kinds is not None else BuiltinKinds()
+
+    async def names_for_selector(
+        self, resource: GroupResource, namespace: str | None, selector: str
+    ) -> Sequence[str]:
+        path = list_path(resource, namespace, self._kinds)
+        found = await self._api.get(path, params={"labelSelector": selector} if selector else None)
+        return [str(item["metadata"]["name"]) for item in found.get("items") or ()]

@@ -13,8 +13,9 @@ metric). So what is served is always what was authorized.
 Deliberate deviations: a custom metric of a namespace object is served on its canonical path
 ``namespaces/{namespace}/metrics/{metric}`` (what the ``k8s.io/metrics`` client sends), authorized
 as ``get`` on ``metrics`` named ``{metric}``. The root form ``namespaces/{namespace}/{metric}`` is
-404: authorization reads it as ``list {metric}``, which grants nothing about the namespace's
-metrics. A path ``namespaces/{ns}/namespaces/{name}/{metric}`` is authorized and served as the
+not served: authorization reads it as ``list {metric}``, which grants nothing about the namespace's
+metrics; as upstream (``ListResourceWithOptions``: fewer than three parts), it is 400 "invalid
+request path". A path ``namespaces/{ns}/namespaces/{name}/{metric}`` is authorized and served as the
 root-scoped ``namespaces/{name}/{metric}`` (upstream's parse gives both the same attributes).
 """
 
@@ -92,6 +93,13 @@ class NodeMetricsTarget:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidPathTarget:
+    """A custom-metrics path upstream routes but cannot read (``namespaces/{ns}/{x}``): 400."""
+
+    path: str
+
+
 MetricTarget = CustomMetricTarget | ExternalMetricTarget
 Target = (
     Page
@@ -101,6 +109,7 @@ Target = (
     | MetricTarget
     | PodMetricsTarget
     | NodeMetricsTarget
+    | InvalidPathTarget
 )
 
 _PAGES = {tuple(page.value.split("/")): page for page in Page}
@@ -119,6 +128,8 @@ def route(info: RequestInfo) -> Target | None:
     if group == wire.CUSTOM_GROUP:
         if namespace and parts[0] == "metrics" and len(parts) == 2:
             return CustomMetricTarget(version, namespace, "metrics", "", attributes.name)
+        if namespace and len(parts) == 1:
+            return InvalidPathTarget("/".join(info.segments))
         if len(parts) == 3:
             scope = None if not namespace or attributes.resource == "namespaces" else namespace
             return CustomMetricTarget(

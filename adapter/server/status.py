@@ -87,12 +87,15 @@ def not_found_path() -> StatusError:
 def not_found(resource: str, group: str, *, name: str) -> StatusError:
     """``NewNotFound(qualifiedResource, name)``: ``podmetrics.metrics.k8s.io "ns/x" not found``."""
     qualified = f"{resource}.{group}" if group else resource
-    return StatusError(
-        404,
-        "NotFound",
-        message=f'{qualified} "{name}" not found',
-        details={"name": name, "group": group, "kind": resource},
-    )
+    details = (
+        {"name": name, "group": group, "kind": resource}
+        if group
+        else {
+            "name": name,
+            "kind": resource,
+        }
+    )  # StatusDetails.group is omitempty
+    return StatusError(404, "NotFound", message=f'{qualified} "{name}" not found', details=details)
 
 
 def bad_request(message: str) -> StatusError:

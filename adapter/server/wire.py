@@ -256,10 +256,14 @@ def node_metrics(usage: NodeUsage, *, labels: Mapping[str, str], created: dateti
 
 
 def resource_list(kind: str, items: Sequence[JsonObject]) -> JsonObject:
-    """``PodMetricsList`` / ``NodeMetricsList``."""
+    """``PodMetricsList`` / ``NodeMetricsList``. As metrics-server (and prometheus-adapter)
+    serve them, the items carry no ``kind``/``apiVersion`` of their own."""
     return {
         "kind": kind,
         "apiVersion": f"{RESOURCE_GROUP}/v1beta1",
         "metadata": {},
-        "items": list(items),
+        "items": [
+            {key: value for key, value in item.items() if key not in ("kind", "apiVersion")}
+            for item in items
+        ],
     }

@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +160,51 @@ def build(*, parallel_jobs: int = 2) -> Path:
         print(f"built {binary.name} in {timings[binary.name]} s", flush=True)
     manifest = {"go": version, "kubernetes": KUBERNETES_VERSION, "build_seconds": timings}
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return directory
+
+
+def go_build(
+    go: Path,
+    output: str,
+    packages: Sequence[str],
+    *,
+    cwd: Path,
+    flags: Sequence[str],
+    parallel_jobs: int = 2,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """``go build -p=N FLAGS -o OUTPUT PACKAGES`` in ``cwd`` (``env`` added to go's env)."""
+    subprocess.run(
+        [str(go), "build", f"-p={parallel_jobs}", *flags, "-o", output, *packages],
+        cwd=cwd,
+        env=go_env(go) | dict(env or {}),
+        check=True,
+    )
+
+
+def build_once(
+    directory: Path,
+    what: str,
+    run: Callable[[Path], None],
+    manifest: Mapping[str, object],
+) -> Path:
+    """``directory`` if its manifest is there; else ``run(partial)`` builds into a sibling
+    ``.partial`` directory, which is renamed into place with the manifest (plus
+    ``build_seconds``), so an interrupted build never leaves a directory that looks complete."""
+    if (directory / MANIFEST).exists():
+        return directory
+    partial = directory.with_name(f".{directory.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    print(f"building {what}", flush=True)
+    started = time.monotonic()
+    run(partial)
+    seconds = round(time.monotonic() - started, 1)
+    written = {**manifest, "build_seconds": seconds}
+    (partial / MANIFEST).write_text(json.dumps(written, indent=2) + "\n")
+    shutil.rmtree(directory, ignore_errors=True)
+    partial.rename(directory)
+    print(f"built {what} in {seconds} s", flush=True)
     return directory
 
 

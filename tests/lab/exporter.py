@@ -351,6 +351,43 @@ class WorkloadCollector:
         yield from (cpu, memory, requests, offered)
 
 
+class StaticSeries(BaseModel):
+    """One gauge sample the exporter serves as it is (``PUT /series``): for tests that need
+    series of other resources (deployments, services, nodes) or external metrics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+    labels: dict[str, str] = Field(default_factory=dict)
+    value: float
+
+
+class StaticSeriesRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    series: list[StaticSeries]
+
+
+class StaticCollector:
+    """Serves the static series last put, grouped into one gauge family per name."""
+
+    def __init__(self) -> None:
+        self.series: tuple[StaticSeries, ...] = ()
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        by_name: dict[str, list[StaticSeries]] = {}
+        for one in self.series:
+            by_name.setdefault(one.name, []).append(one)
+        for name, samples in sorted(by_name.items()):
+            family = Metric(name, "Static series set by a test.", "gauge")
+            for one in samples:
+                family.add_sample(name, dict(one.labels), one.value)
+            yield family
+
+
 # ---------------------------------------------------------------- control API
 
 
@@ -443,6 +480,8 @@ class WorkloadExporter:
         self.model = LoadModel(clock)
         self.registry = CollectorRegistry()
         self.registry.register(WorkloadCollector(self.model))
+        self.static = StaticCollector()
+        self.registry.register(self.static)
         self._host = host
         self._requested_port = port
         self._port = 0
@@ -491,6 +530,7 @@ class WorkloadExporter:
         app.router.add_get("/workloads", self._handle_get_load)
         app.router.add_post("/workloads", self._handle_post_workload)
         app.router.add_get("/healthz", self._handle_healthz)
+        app.router.add_put("/series", self._handle_put_series)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._requested_port)
@@ -531,6 +571,10 @@ class WorkloadExporter:
     def load(self, namespace: str, workload: str) -> Fraction:
         """The offered load now (requests/s)."""
         return self.model.load(namespace, workload)
+
+    def set_series(self, series: Iterable[StaticSeries]) -> None:
+        """Serve exactly these static series from now on (the previous ones go stale)."""
+        self.static.series = tuple(series)
 
     def metrics_text(self) -> str:
         return generate_latest(self.registry).decode()
@@ -607,6 +651,14 @@ class WorkloadExporter:
             return _error_response(400, error.json(include_url=False))
         self.add_workload(body.profile(), rps=body.rps)
         return web.json_response(self._workload_json(body.profile()), status=201)
+
+    async def _handle_put_series(self, request: web.Request) -> web.Response:
+        try:
+            body = StaticSeriesRequest.model_validate_json(await request.read())
+        except ValidationError as error:
+            return _error_response(400, error.json(include_url=False))
+        self.set_series(body.series)
+        return web.json_response({"series": len(body.series)})
 
 
 def _error_response(status: int, message: str) -> web.Response:
@@ -774,6 +826,10 @@ class ExporterProcess:
             "ramp_seconds": float(to_fraction(ramp_seconds)),
         }
         return self._request("POST", "/load", body)
+
+    def set_series(self, series: Iterable[StaticSeries]) -> None:
+        """PUT /series: serve exactly these static gauges (name, labels, value) from now on."""
+        self._request("PUT", "/series", {"series": [one.model_dump() for one in series]})
 
     def workloads(self) -> list[dict[str, Any]]:
         """GET /load: every workload with its current and target load and its pods."""

@@ -217,6 +217,28 @@ async def test_post_workloads_starts_watching_its_pods(http: aiohttp.ClientSessi
     assert exporter.model.profile(NS, "db").base_cpu_milli == 10  # the documented default
 
 
+async def test_put_series_serves_exactly_the_static_series(http: aiohttp.ClientSession) -> None:
+    async with WorkloadExporter() as exporter:
+        body = {
+            "series": [
+                {"name": "queue_depth", "labels": {"queue": "a", "namespace": NS}, "value": 3},
+                {"name": "queue_depth", "labels": {"queue": "b"}, "value": 0.5},
+            ]
+        }
+        async with http.put(f"{exporter.url}/series", json=body) as response:
+            assert response.status == 200
+        first = parse_metrics(exporter.metrics_text())
+        async with http.put(f"{exporter.url}/series", json={"series": []}) as response:
+            assert response.status == 200
+        second = parse_metrics(exporter.metrics_text())
+        async with http.put(f"{exporter.url}/series", json={"series": [{"name": "1x"}]}) as bad:
+            assert bad.status == 400
+
+    assert first[series("queue_depth", queue="a", namespace=NS)] == 3
+    assert first[series("queue_depth", queue="b")] == 0.5
+    assert not any(name == "queue_depth" for name, _ in second)
+
+
 def test_workload_flag_parses_namespace_name_and_selector() -> None:
     profile = parse_workload("shop/web:app=web,tier=front")
 

@@ -22,16 +22,12 @@ the tools module's go.mod/go.sum, the build flags and the Go version, so anythin
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.lab.build import MANIFEST, TOOLS_DIR, cache_root, go_version
+from tests.lab.build import TOOLS_DIR, build_once, cache_root, go_build, go_version
 from tests.lab.process import Component, ProcessGroup
-from tests.lab.toolchain import find_go, go_env
+from tests.lab.toolchain import find_go
 
 VPA_VERSION = "v1.8.1"
 MODULE = "k8s.io/autoscaler/vertical-pod-autoscaler"
@@ -63,33 +59,27 @@ def bin_dir_for(key: str) -> Path:
 
 
 def build(*, parallel_jobs: int = 2) -> Path:
-    """Build the three binaries unless the cache has them; returns the cache directory.
-
-    They are built into a sibling ``.partial`` directory that is renamed into place with its
-    manifest, so an interrupted build never leaves a directory that looks complete."""
+    """Build the three binaries unless the cache has them; returns the cache directory
+    (``tests.lab.build.build_once``: an interrupted build never looks complete)."""
     go = find_go()
     version = go_version(go, MODULE_DIR)
-    directory = bin_dir_for(cache_key(version))
-    if (directory / MANIFEST).exists():
-        return directory
-    partial = directory.with_name(f".{directory.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    print(f"building upstream VPA {VPA_VERSION} ({', '.join(COMPONENTS)}) with {version}")
-    started = time.monotonic()
-    subprocess.run(
-        [str(go), "build", f"-p={parallel_jobs}", *BUILD_FLAGS, "-o", f"{partial}/", *packages()],
-        cwd=MODULE_DIR,
-        env=go_env(go),
-        check=True,
+
+    def run(partial: Path) -> None:
+        go_build(
+            go,
+            f"{partial}/",
+            packages(),
+            cwd=MODULE_DIR,
+            flags=BUILD_FLAGS,
+            parallel_jobs=parallel_jobs,
+        )
+
+    return build_once(
+        bin_dir_for(cache_key(version)),
+        f"upstream VPA {VPA_VERSION} ({', '.join(COMPONENTS)}) with {version}",
+        run,
+        {"go": version, "vpa": VPA_VERSION},
     )
-    seconds = round(time.monotonic() - started, 1)
-    manifest = {"go": version, "vpa": VPA_VERSION, "build_seconds": seconds}
-    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    shutil.rmtree(directory, ignore_errors=True)
-    partial.rename(directory)
-    print(f"built upstream VPA {VPA_VERSION} in {seconds} s", flush=True)
-    return directory
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from adapter.prometheus import PrometheusClient, PrometheusConnection
 from adapter.providers import (
     InvalidRequestError,
     MetricFetchError,
@@ -22,13 +23,16 @@ from adapter.providers import (
     MissingCause,
     ObjectListError,
     ValueSettings,
+    build_providers,
     custom_metric_request,
 )
 from adapter.providers.evaluation import rule_errors_to_provider_errors
-from adapter.rules import BadQueryError, CustomMetricInfo, GroupResource
+from adapter.rules import BadQueryError, CustomMetricInfo, GroupResource, load_rules
 from adapter.rules.errors import RuleEvaluationError
+from tests.adapter.providers.fake_pods import FakeObjectNameLister, FakePodLister
 from tests.adapter.providers.scenario import EVAL_SECONDS, merged_parts, scenario
-from tests.fakes.prometheus import FakeSample
+from tests.fakes.clock import FakeClock
+from tests.fakes.prometheus import FakePrometheus, FakeSample
 
 
 def pods(metric: str = "http_requests_per_second") -> CustomMetricInfo:
@@ -190,6 +194,114 @@ async def test_pod_lister_failure_is_an_internal_error() -> None:
             )
     assert caught.value.message == "unable to list matching resources"
     assert caught.value.code == 500
+
+
+OBJECT_RULES = """
+rules:
+- seriesQuery: 'app_requests{namespace!="",deployment!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      deployment: {group: apps, resource: deployment}
+  metricsQuery: 'max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+- seriesQuery: 'quota_used{namespace!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+def _object_answer(query: str) -> list[FakeSample]:
+    parts = merged_parts(query)
+    if parts is not None:
+        return [
+            FakeSample(
+                {**s.labels, "hpa_adapter_part": part},
+                s.value,
+                timestamp_seconds=s.timestamp_seconds,
+            )
+            for part, one in zip(("value", "probe"), parts, strict=True)
+            for s in _object_answer(one)
+        ]
+    label = "deployment" if "app_requests" in query else "namespace"
+    values = {"web": "7", "db": "2", "shop": "42", "default": "5"}
+    probe = query.startswith("max by")
+    return [
+        FakeSample({label: name}, repr(EVAL_SECONDS - 1) if probe else value)
+        for name, value in values.items()
+        if f'"{name}"' in query or f"|{name}" in query or f"{name}|" in query
+    ]
+
+
+async def test_other_resources_are_listed_by_selector_through_the_object_lister() -> None:
+    """``deployments.apps/*`` and ``namespaces/*/metrics/M`` list the objects with the label
+    selector (custom-metrics-apiserver ``helpers.ListObjectNames``), as prometheus-adapter does;
+    an empty match is NotFound there too."""
+    objects = FakeObjectNameLister(
+        {
+            ("deployments.apps", "shop"): {"web": {"tier": "front"}, "db": {"tier": "back"}},
+            ("namespaces", ""): {"shop": {"team": "a"}, "default": {}},
+        }
+    )
+    async with (
+        FakePrometheus(
+            series_by_match={
+                'app_requests{namespace!="",deployment!=""}': [
+                    {"__name__": "app_requests", "namespace": "shop", "deployment": "web"},
+                    {"__name__": "app_requests", "namespace": "shop", "deployment": "db"},
+                ],
+                'quota_used{namespace!=""}': [{"__name__": "quota_used", "namespace": "shop"}],
+            },
+            responder=_object_answer,
+            eval_time_seconds=EVAL_SECONDS,
+        ) as fake,
+        PrometheusClient(PrometheusConnection(fake.url, timeout_seconds=5.0)) as client,
+    ):
+        providers = build_providers(
+            load_rules(OBJECT_RULES, source="test"),
+            client,
+            pod_lister=FakePodLister({}),
+            object_lister=objects,
+            clock=FakeClock(),
+            relist_interval_seconds=60.0,
+        )
+        await providers.relister.relist()
+        custom = providers.custom
+        deployments = custom_metric_request(
+            namespace="shop", resource="deployments.apps", name="*", metric="app_requests"
+        )
+        front = await custom.get_metric_by_selector(
+            deployments.info, namespace="shop", selector="tier=front"
+        )
+        both = await custom.get_metric_by_selector(deployments.info, namespace="shop")
+        with pytest.raises(MetricNotFoundError) as none:
+            await custom.get_metric_by_selector(
+                deployments.info, namespace="shop", selector="tier=none"
+            )
+        namespaces = custom_metric_request(
+            namespace="*", resource="metrics", name="quota_used", metric=""
+        )
+        every = await custom.get_metric_by_selector(namespaces.info, namespace=None)
+    assert namespaces.name is None
+    assert [v.described_object.name for v in front] == ["web"]
+    assert sorted(v.described_object.name for v in both) == ["db", "web"]
+    assert both[0].described_object.api_version == "apps/v1"
+    assert (
+        none.value.message
+        == "the server could not find the metric app_requests for deployments.apps"
+    )
+    assert sorted((v.described_object.name, str(v.value)) for v in every) == [
+        ("default", "5"),
+        ("shop", "42"),
+    ]
+    assert every[0].described_object.kind == "Namespace"
+    assert objects.calls == [
+        ("deployments.apps", "shop", "tier=front"),
+        ("deployments.apps", "shop", ""),
+        ("deployments.apps", "shop", "tier=none"),
+        ("namespaces", None, ""),
+    ]
 
 
 async def test_prometheus_failures_do_not_leak_details() -> None:

@@ -60,11 +60,15 @@ async def test_empty_stale_and_all_nan_are_not_found() -> None:
             await external.get_external_metric("queue_messages_ready", namespace="default")
         with pytest.raises(MetricNotFoundError) as unknown:
             await external.get_external_metric("nope", namespace="default")
+        with pytest.raises(MetricNotFoundError) as elsewhere:
+            await external.get_external_metric("nope", namespace="shop")
     assert empty.value.cause is MissingCause.EMPTY_RESULT
     assert stale.value.cause is MissingCause.STALE
     assert nan.value.cause is MissingCause.NOT_FINITE
     assert unknown.value.cause is MissingCause.UNKNOWN_METRIC
     assert unknown.value.message == "the server could not find the metric nope for namespaces"
+    # prometheus-adapter's selectGroupResource: "namespaces" only for "default", else empty
+    assert elsewhere.value.message == "the server could not find the metric nope for "
 
 
 async def test_empty_reads_zero_only_for_a_metric_that_opts_in() -> None:

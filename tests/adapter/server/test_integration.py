@@ -93,7 +93,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         await metrics.current.relister.relist()
 
         async def explain_request(request: MetricRequest) -> dict[str, Any]:
-            return await explain(metrics.current, request, querier=prom, pod_lister=pods)
+            return await explain(metrics.current, request, querier=prom)
 
         server = Server(
             metrics=metrics,
@@ -222,7 +222,6 @@ async def test_explain_shows_rule_query_result_and_answer(tmp_path: Path) -> Non
             s.metrics.current,
             querier=s.prom,
             request=parse_metric_request(PER_SECOND + "?labelSelector=app%3Dweb"),
-            pod_lister=s.pods,
         )
     assert doc["request"]["metric"] == "http_requests_per_second"
     assert doc["rule"]["seriesQuery"] == 'http_requests_total{namespace!="",pod!=""}'
@@ -244,7 +243,6 @@ async def test_explain_says_why_a_metric_is_missing(tmp_path: Path) -> None:
             request=parse_metric_request(
                 "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_request_per_second"
             ),
-            pod_lister=s.pods,
         )
         empty = await explain(
             s.metrics.current,
@@ -252,7 +250,6 @@ async def test_explain_says_why_a_metric_is_missing(tmp_path: Path) -> None:
             request=parse_metric_request(
                 "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/web-1/http_requests_per_second"
             ),
-            pod_lister=s.pods,
         )
         external = await explain(
             s.metrics.current,
@@ -260,7 +257,6 @@ async def test_explain_says_why_a_metric_is_missing(tmp_path: Path) -> None:
             request=parse_metric_request(
                 "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready"
             ),
-            pod_lister=s.pods,
         )
     assert typo["rule"] is None
     assert "http_requests_per_second" in typo["candidates"]["similarMetrics"]

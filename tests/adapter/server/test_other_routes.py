@@ -117,9 +117,7 @@ async def test_pod_metrics_list_in_namespace_has_metrics_server_shape() -> None:
             "apiVersion": "metrics.k8s.io/v1beta1",
             "metadata": {},
             "items": [
-                {
-                    "kind": "PodMetrics",
-                    "apiVersion": "metrics.k8s.io/v1beta1",
+                {  # no kind/apiVersion in list items, as metrics-server and prometheus-adapter
                     "metadata": {
                         "name": "web-1",
                         "namespace": "x",
@@ -158,6 +156,7 @@ async def test_pod_metrics_get_and_its_not_found_texts() -> None:
     assert one["containers"][0]["usage"] == {"cpu": "250m", "memory": "64Mi"}
     assert no_metrics["message"] == 'podmetrics.metrics.k8s.io "x/web-2" not found'
     assert no_pod["message"] == 'pods "ghost" not found'
+    assert no_pod["details"] == {"name": "ghost", "kind": "pods"}
 
 
 async def test_node_metrics_list_get_and_not_found() -> None:
@@ -166,7 +165,11 @@ async def test_node_metrics_list_get_and_not_found() -> None:
         listed = await h.get_json(RESOURCE + "/nodes", labelSelector="role=worker")
         one = await h.get_json(RESOURCE + "/nodes/n1")
         missing = await h.get_json(RESOURCE + "/nodes/n2", status=404)
+        no_node = await h.get_json(RESOURCE + "/nodes/ghost", status=404)
     assert [i["metadata"]["name"] for i in listed["items"]] == ["n1"]
+    # the node lister's NotFound (prometheus-adapter, metrics-server): singular, no group
+    assert no_node["message"] == 'node "ghost" not found'
+    assert no_node["details"] == {"name": "ghost", "kind": "node"}
     assert one["usage"] == {"cpu": "1500m", "memory": "2Gi"}
     assert one["window"] == "30s"
     assert "namespace" not in one["metadata"]

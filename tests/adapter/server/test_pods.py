@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
-from adapter.server.pods import InformerObjectLister, NodeRecord, parse_node
+from adapter.providers import BuiltinKinds, MetricFetchError
+from adapter.rules import GroupResource
+from adapter.server.pods import (
+    ApiObjectNameLister,
+    InformerObjectLister,
+    NodeRecord,
+    list_path,
+    parse_node,
+)
 from adapter.server.ports import ObjectMeta
 from hpa.core.selector import SelectorError
 from hpa.kube.informer import Store
@@ -81,3 +92,48 @@ async def test_list_nodes_and_bad_selectors() -> None:
 
 async def test_without_a_node_informer_no_nodes_are_listed() -> None:
     assert await InformerObjectLister(Store()).list_nodes("") == []
+
+
+class _RecordingApi:
+    """A ``KubeApi`` that answers every LIST with two objects and records the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str] | None]] = []
+
+    async def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        self.calls.append((path, dict(params) if params is not None else None))
+        return {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}
+
+    async def post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        raise AssertionError("no POST expected")
+
+
+@pytest.mark.parametrize(
+    ("resource", "namespace", "path"),
+    [
+        (GroupResource("apps", "deployments"), "shop", "/apis/apps/v1/namespaces/shop/deployments"),
+        (GroupResource("", "services"), "shop", "/api/v1/namespaces/shop/services"),
+        (GroupResource("", "namespaces"), None, "/api/v1/namespaces"),
+        (GroupResource("", "nodes"), None, "/api/v1/nodes"),
+        (GroupResource("", "pods"), None, "/api/v1/pods"),
+    ],
+)
+def test_list_path_of_a_group_resource(
+    resource: GroupResource, namespace: str | None, path: str
+) -> None:
+    assert list_path(resource, namespace, BuiltinKinds()) == path
+
+
+async def test_api_object_name_lister_lists_with_the_label_selector() -> None:
+    api = _RecordingApi()
+    lister = ApiObjectNameLister(api)
+    names = await lister.names_for_selector(GroupResource("apps", "deployments"), "shop", "a=b")
+    every = await lister.names_for_selector(GroupResource("", "namespaces"), None, "")
+    with pytest.raises(MetricFetchError) as unknown:
+        await lister.names_for_selector(GroupResource("", "widgets"), "shop", "")
+    assert "no kind is known" in unknown.value.detail
+    assert names == every == ["a", "b"]
+    assert api.calls == [
+        ("/apis/apps/v1/namespaces/shop/deployments", {"labelSelector": "a=b"}),
+        ("/api/v1/namespaces", None),
+    ]

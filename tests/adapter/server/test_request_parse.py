@@ -148,9 +148,11 @@ async def test_the_root_form_namespace_path_is_not_served() -> None:
             "x", "m", milli=5, namespace="", kind="Namespace"
         )
         root_form = await h.client.get(CUSTOM + "/namespaces/x/m", headers=ALICE)
+        root_form_body = await root_form.json()
         calls_after_root_form = list(h.providers.custom.calls)
         canonical = await h.client.get(CUSTOM + "/namespaces/x/metrics/m", headers=ALICE)
-    assert root_form.status == 404
+    assert root_form.status == 400  # prometheus-adapter: BadRequest "invalid request path"
+    assert root_form_body["message"] == "invalid request path"
     assert calls_after_root_form == []
     assert canonical.status == 200
     assert authorizer.asked[-1].verb == "get"
