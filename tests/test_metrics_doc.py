@@ -4,9 +4,11 @@ names are compared with the page's tables."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,6 +20,8 @@ from adapter.rules import RuleConfig
 from adapter.server.reload import ReloadingMetrics
 from adapter.server.telemetry import ServerMetrics
 from hpa.app import controller as controller_app
+from hpa.app import recommender as recommender_app
+from hpa.app import updater as updater_app
 from hpa.app import webhook as webhook_app
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.kube.client import ClientMetrics, KubeClient
@@ -29,6 +33,8 @@ SECTIONS = {
     "controller": "## `hpa controller`",
     "adapter": "## `hpa adapter`",
     "admission": "## `hpa vpa admission`",
+    "recommender": "## `hpa vpa recommender`",
+    "updater": "## `hpa vpa updater`",
 }
 _ROW = re.compile(r"^\| `(?P<name>[a-z_:]+)` \| (?P<type>\w+) \| (?P<labels>[^|]*) \|")
 
@@ -43,7 +49,7 @@ def documented(section: str) -> dict[str, tuple[str, frozenset[str]]]:
             continue
         match = _ROW.match(line) if inside else None
         if match:
-            labels = frozenset(re.findall(r"`([a-z_]+)`", match["labels"]))
+            labels = frozenset(re.findall(r"`([a-z0-9_]+)`", match["labels"]))
             rows[match["name"]] = (match["type"], labels)
     return rows
 
@@ -153,3 +159,34 @@ def test_the_controller_uses_upstream_names_for_upstream_metrics() -> None:
     ):
         assert name in doc
     assert documented(SECTIONS["adapter"])["apiserver_request_total"][1] >= {"verb", "code"}
+
+
+class _NoUsage:
+    async def containers_metrics(self) -> list[Any]:
+        return []
+
+
+def _parsed(add_flags: Any, settings_from_args: Any) -> Any:
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    return settings_from_args(parser.parse_args([]))
+
+
+async def test_the_recommender_section_lists_its_metrics(
+    kube: tuple[KubeClient, CollectorRegistry],
+) -> None:
+    client, registry = kube
+    settings = _parsed(recommender_app.add_flags, recommender_app.settings_from_args)
+    recommender_app.build_app(
+        settings, client, clock=FakeClock(), registry=registry, metrics=_NoUsage()
+    )
+    _compare("recommender", exposed(registry))
+
+
+async def test_the_updater_section_lists_its_metrics(
+    kube: tuple[KubeClient, CollectorRegistry],
+) -> None:
+    client, registry = kube
+    settings = _parsed(updater_app.add_flags, updater_app.settings_from_args)
+    updater_app.build_app(settings, client, clock=FakeClock(), registry=registry)
+    _compare("updater", exposed(registry))
