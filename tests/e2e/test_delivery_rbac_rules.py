@@ -166,7 +166,11 @@ class Run:
         """Lines of the controller's log where the API server refused it (containing
         ``fragment``)."""
         text = self.controller.log_path.read_text(errors="replace")
-        return [line for line in text.splitlines() if DENIAL in line and fragment in line]
+        return [
+            line
+            for line in map(_log_text, text.splitlines())
+            if DENIAL in line and fragment in line
+        ]
 
     def wait(self, check: Callable[[], bool], *, what: str) -> None:
         try:
@@ -190,6 +194,18 @@ class Run:
             f"{message}\n{component_log(self.controller)}\n"
             f"----- kubectl describe hpa -n {NAMESPACE} -----\n{describe_hpas(self.lab, NAMESPACE)}"
         )
+
+
+def _log_text(line: str) -> str:
+    """A log line as a user reads it: a JSON line's fields decoded (the API server's message
+    quotes names, which JSON escapes)."""
+    try:
+        fields = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(fields, dict):
+        return line
+    return " ".join(f"{key}={value}" for key, value in fields.items())
 
 
 def forbidden_metric(run: Run, name: str, reason: str) -> None:
