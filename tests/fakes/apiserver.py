@@ -56,6 +56,9 @@ class ResourceInfo:
     plural: str
     kind: str
     namespaced: bool = True
+    unconditional_update: bool = True
+    """Whether a PUT without ``metadata.resourceVersion`` is accepted (built-in kinds such as
+    Deployments); custom resources refuse it with 422, as kube-apiserver does."""
     subresources: tuple[str, ...] = ()
 
 
@@ -79,6 +82,26 @@ def _status(code: int, reason: str, message: str) -> JsonObject:
         "reason": reason,
         "code": code,
     }
+
+
+def json_patch(target: Any, operations: list[Any]) -> Any:
+    """RFC 6902 JSON patch: ``add``, ``replace`` and ``remove`` of object members."""
+    result = orjson.loads(orjson.dumps(target))
+    for operation in operations:
+        *parents, last = [
+            part.replace("~1", "/").replace("~0", "~")
+            for part in str(operation["path"]).split("/")[1:]
+        ]
+        node = result
+        for part in parents:
+            node = node[part]
+        if operation["op"] == "remove":
+            del node[last]
+        elif operation["op"] == "replace" and last not in node:
+            raise KeyError(operation["path"])
+        else:
+            node[last] = operation["value"]
+    return result
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -328,7 +351,23 @@ class FakeApiServer:
                 return self._create(info, namespace or "", body)
             return self._error(405, "MethodNotAllowed", request.method)
         key = (prefix, plural, namespace or "", name)
+        if request.method == "PATCH" and request.content_type == "application/json-patch+json":
+            return self._json_patch(info, key, sub, body)
         return self._object(request.method, info, key, sub, body)
+
+    def _json_patch(
+        self, info: ResourceInfo, key: tuple[str, str, str, str], sub: str | None, body: Any
+    ) -> web.Response:
+        current = self.objects.get(key)
+        if current is None:
+            return self._error(404, "NotFound", f'{info.plural} "{key[3]}" not found')
+        try:
+            patched = json_patch(current, body)
+        except (KeyError, IndexError, TypeError) as error:
+            return self._error(422, "Invalid", f"the patch does not apply: {error}")
+        if sub == "status":
+            patched = {**current, "status": patched.get("status")}
+        return self._json(self.put_object(info.prefix, info.plural, patched))
 
     @staticmethod
     def _json(data: Any, status: int = 200) -> web.Response:
@@ -471,6 +510,13 @@ class FakeApiServer:
         if method != "PUT":
             return self._error(405, "MethodNotAllowed", method)
         precondition = (body.get("metadata") or {}).get("resourceVersion")
+        if not precondition and not info.unconditional_update:
+            return self._error(
+                422,
+                "Invalid",
+                f'{info.plural} "{key[3]}" is invalid: metadata.resourceVersion: '
+                "Invalid value: 0: must be specified for an update",
+            )
         if precondition and precondition != current["metadata"]["resourceVersion"]:
             return self._error(
                 409,
