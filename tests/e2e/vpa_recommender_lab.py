@@ -1,6 +1,7 @@
 """Shared setup of the lab tests of ``hpa vpa recommender`` (tests/e2e/test_vpa_recommender_lab.py
-and bench/vpa_side_by_side.py): VPA manifests, the recommender as a lab process, its log and the
-recommendations read back from the API.
+and bench/vpa_side_by_side.py): VPA manifests, the recommender as a lab process, its log, the
+recommendations read back from the API, and ``run_side_by_side``: ours and upstream's
+recommender v1.8.1 on the same pods, each on its own VPA, compared bound by bound.
 
 Upstream counterpart: the VPA e2e suite's recommender tests (``vertical-pod-autoscaler/e2e/v1``
 ``recommender.go``: a VPA per workload, wait for ``status.recommendation``). Here the recommender
@@ -11,17 +12,23 @@ kubeconfig, reading ``metrics.k8s.io`` from ``hpa adapter`` (tests/e2e/controlle
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from hpa.core.quantity import parse_quantity
 from tests.commands import command_env
+from tests.e2e.controller_lab import deployment_manifest
+from tests.e2e.vpa_lab import install_vpa_crds
+from tests.lab import vpa_upstream
 from tests.lab.controlplane import free_port
 from tests.lab.lab import REPO_ROOT, Lab
+from tests.lab.load_model import WorkloadProfile
 from tests.lab.process import Component
 
 VPA_API = "autoscaling.k8s.io/v1"
@@ -151,3 +158,329 @@ def checkpoint_samples(lab: Lab, namespace: str, name: str) -> int:
     """``status.totalSamplesCount`` of a checkpoint (the cpu samples it holds)."""
     found = lab.kubectl_json("get", "verticalpodautoscalercheckpoints", name, "-n", namespace)
     return int((found.get("status") or {}).get("totalSamplesCount") or 0)
+
+
+# ------------------------------------------------------------------ side by side with upstream
+
+CPU_ROUNDING_CORES = Decimal("0.001")
+"""Both write cpu in whole millicores (upstream truncates ``cores * 1000``)."""
+MEMORY_ROUNDING_BYTES = Decimal(1)
+BUCKET_GROWTH = Decimal("0.05")
+"""Upstream's histogram buckets grow by 5 %: one bucket apart is at most this ratio."""
+OURS_NAME = "hpa"
+"""``--recommender-name`` of ours beside upstream's ``default``."""
+
+
+def cpu_rates_steady(
+    lab: Lab, namespace: str, expected: dict[str, tuple[float, int]], *, window_seconds: int
+) -> bool:
+    """Every pod's cpu rate over ``window_seconds`` is its workload's ``expected[workload]``
+    cores (within 1 %), for the expected number of pods of each (``(cores, pods)``): a new
+    series' rate() climbs for a window, and samples taken meanwhile would stay in the
+    histograms."""
+    query = (
+        "sum(rate(container_cpu_usage_seconds_total"
+        f'{{namespace="{namespace}",container="app"}}[{window_seconds}s])) by (pod)'
+    )
+    seen: dict[str, int] = {}
+    for sample in lab.prometheus.query(query):
+        workload = sample.labels["pod"].rsplit("-", 2)[0]
+        cores, _ = expected[workload]
+        if abs(sample.value - cores) > cores / 100:
+            return False
+        seen[workload] = seen.get(workload, 0) + 1
+    return seen == {workload: pods for workload, (_, pods) in expected.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStep:
+    """At ``at_seconds`` from the start, offer ``rps`` (reached over ``ramp_seconds``)."""
+
+    at_seconds: float
+    rps: int
+    ramp_seconds: float = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SideBySideConfig:
+    namespace: str
+    steps: tuple[LoadStep, ...]
+    duration_seconds: float
+    interval_seconds: int = 10
+    pods: int = 3
+    snapshot_every_seconds: float = 60.0
+    cpu_per_request_milli: int = 10
+    base_cpu_milli: int = 20
+    memory_per_rps_bytes: int = 2 * 2**20
+    pod_min_cpu_millicores: int = 10
+    pod_min_memory_mb: int = 10
+    window_seconds: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One bound of one resource: ours, upstream's, whether they agree, and ``timing``: the
+    ratio ours/upstream that the two checkpoints' confidences alone give the bound (the samples
+    each recommender took and their span: upstream's timing), 1 for the target."""
+
+    bound: str
+    resource: str
+    ours: Decimal | None
+    upstream: Decimal | None
+    timing: float = 1.0
+
+    @property
+    def allowed(self) -> Decimal:
+        """One bucket (5 % of the larger) plus the rounding of the resource."""
+        larger = max(self.ours or Decimal(0), self.upstream or Decimal(0))
+        rounding = CPU_ROUNDING_CORES if self.resource == "cpu" else MEMORY_ROUNDING_BYTES
+        return larger * BUCKET_GROWTH + rounding
+
+    @property
+    def agrees(self) -> bool:
+        if self.ours is None or self.upstream is None:
+            return self.ours is self.upstream
+        return abs(self.ours - self.upstream) <= self.allowed
+
+    @property
+    def agrees_after_timing(self) -> bool:
+        """Agreement once upstream's amount is scaled by ``timing``."""
+        if self.ours is None or self.upstream is None:
+            return self.agrees
+        expected = self.upstream * Decimal(repr(self.timing))
+        return abs(self.ours - expected) <= self.allowed
+
+    def describe(self) -> str:
+        ours, upstream = _amount(self.resource, self.ours), _amount(self.resource, self.upstream)
+        ratio = (
+            f"{float(self.ours / self.upstream - 1) * 100:+.2f} %"
+            if self.ours is not None and self.upstream
+            else "-"
+        )
+        if self.agrees:
+            verdict = "agree"
+        elif self.agrees_after_timing:
+            verdict = f"differ by timing (confidences alone give {(self.timing - 1) * 100:+.2f} %)"
+        else:
+            verdict = "DIFFER"
+        return (
+            f"{self.resource:6} {self.bound:10} ours {ours:>12} upstream {upstream:>12} "
+            f"{ratio:>9} {verdict}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointView:
+    """What a recommender's checkpoint says of its timing: samples and their span."""
+
+    samples: int
+    first_sample_start: str
+    last_sample_start: str
+
+    @property
+    def lifespan_seconds(self) -> float:
+        if not self.first_sample_start or not self.last_sample_start:
+            return 0.0
+        return _timestamp(self.last_sample_start) - _timestamp(self.first_sample_start)
+
+    @property
+    def confidence(self) -> float:
+        """``getConfidence`` (hpa/core/vpa/estimator.py ``get_confidence``, 24 h interval)."""
+        return min(self.lifespan_seconds / 86_400, self.samples / 1_440)
+
+    def multiplier(self, bound: str) -> float:
+        """The confidence multiplier of ``bound``: upper ``(1 + 1/c)``, lower
+        ``(1 + 0.001/c)^-2`` (hpa/core/vpa/recommender.py), target 1."""
+        if bound == "target" or self.confidence <= 0:
+            return 1.0
+        if bound == "upperBound":
+            return 1 + 1 / self.confidence
+        return float((1 + 0.001 / self.confidence) ** -2)
+
+    def describe(self) -> str:
+        return (
+            f"{self.samples} cpu samples, {self.first_sample_start} .. {self.last_sample_start} "
+            f"({self.lifespan_seconds:.0f} s, confidence {self.confidence:.5f})"
+        )
+
+
+def _timestamp(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    rows: tuple[Row, ...]
+    ours: CheckpointView | None
+    upstream: CheckpointView | None
+    timeline: tuple[str, ...]
+
+    @property
+    def agree(self) -> bool:
+        return all(row.agrees for row in self.rows)
+
+    @property
+    def agree_after_timing(self) -> bool:
+        return all(row.agrees_after_timing for row in self.rows)
+
+    def report(self) -> str:
+        lines = [
+            "timeline (seconds from the load's start: ours | upstream, lowerBound/target/"
+            "upperBound):",
+            *self.timeline,
+            "final:",
+            *(row.describe() for row in self.rows),
+            f"checkpoint of ours:     {self.ours.describe() if self.ours else '(none)'}",
+            f"checkpoint of upstream: {self.upstream.describe() if self.upstream else '(none)'}",
+        ]
+        return "\n".join(lines)
+
+
+def checkpoint_view(lab: Lab, namespace: str, name: str) -> CheckpointView | None:
+    try:
+        found = lab.kubectl_json("get", "verticalpodautoscalercheckpoints", name, "-n", namespace)
+    except Exception:  # noqa: BLE001 - a missing checkpoint is reported as such
+        return None
+    status = found.get("status") or {}
+    return CheckpointView(
+        int(status.get("totalSamplesCount") or 0),
+        str(status.get("firstSampleStart") or ""),
+        str(status.get("lastSampleStart") or ""),
+    )
+
+
+def compare(
+    ours: Recommended | None,
+    upstream: Recommended | None,
+    *,
+    ours_checkpoint: CheckpointView | None,
+    upstream_checkpoint: CheckpointView | None,
+) -> tuple[Row, ...]:
+    def timing(bound: str) -> float:
+        if ours_checkpoint is None or upstream_checkpoint is None:
+            return 1.0
+        return ours_checkpoint.multiplier(bound) / upstream_checkpoint.multiplier(bound)
+
+    return tuple(
+        Row(
+            bound,
+            resource,
+            ours.get(bound, resource) if ours else None,
+            upstream.get(bound, resource) if upstream else None,
+            timing(bound),
+        )
+        for resource in RESOURCES
+        for bound in BOUNDS
+    )
+
+
+def run_side_by_side(
+    lab: Lab, config: SideBySideConfig, *, progress: Callable[[str], None]
+) -> Comparison:
+    """One Deployment of ``config.pods`` pods and two VPAs on it: ``upstream`` (no
+    ``spec.recommenders``: upstream's ``default`` recommender) and ``ours``
+    (``spec.recommenders: [{name: hpa}]``: ``hpa vpa recommender --recommender-name=hpa``), both
+    recommenders with the same interval and minimums, on the same ``metrics.k8s.io`` (the
+    caller's ``hpa adapter`` with a ``config.window_seconds`` window). The load follows
+    ``config.steps`` for ``config.duration_seconds``; then both recommendations are compared."""
+    namespace, workload = config.namespace, "web"
+    profile = WorkloadProfile(
+        namespace=namespace,
+        workload=workload,
+        selector={"app": workload},
+        cpu_per_request_milli=config.cpu_per_request_milli,
+        base_cpu_milli=config.base_cpu_milli,
+        memory_per_rps_bytes=config.memory_per_rps_bytes,
+    )
+    first = config.steps[0].rps
+    install_vpa_crds(lab)
+    lab.kubectl("create", "namespace", namespace)
+    lab.add_workload(profile, rps=first)
+    lab.apply(
+        [
+            deployment_manifest(workload, namespace, replicas=config.pods),
+            vpa_manifest("upstream", namespace, target=workload),
+            vpa_manifest("ours", namespace, target=workload, recommenders=(OURS_NAME,)),
+        ]
+    )
+    steady_cores = (
+        config.base_cpu_milli + config.cpu_per_request_milli * first / config.pods
+    ) / 1000
+    lab.wait_for(
+        lambda: cpu_rates_steady(
+            lab,
+            namespace,
+            {workload: (steady_cores, config.pods)},
+            window_seconds=config.window_seconds,
+        ),
+        what=f"steady cpu rates of {config.pods} pods",
+        timeout_seconds=180,
+    )
+    minimums = (
+        f"--pod-recommendation-min-cpu-millicores={config.pod_min_cpu_millicores}",
+        f"--pod-recommendation-min-memory-mb={config.pod_min_memory_mb}",
+    )
+    upstream_component = vpa_upstream.start_recommender(
+        lab.group,
+        vpa_upstream.RecommenderConfig(
+            kubeconfig=lab.kubeconfig,
+            address=f"127.0.0.1:{free_port()}",
+            interval_seconds=config.interval_seconds,
+            pod_min_cpu_millicores=config.pod_min_cpu_millicores,
+            pod_min_memory_mb=config.pod_min_memory_mb,
+            vpa_object_namespace=namespace,
+        ),
+    )
+    ours_component = start_recommender(
+        lab,
+        f"hpa-vpa-recommender-{OURS_NAME}",
+        f"--recommender-name={OURS_NAME}",
+        f"--recommender-interval={config.interval_seconds}s",
+        f"--vpa-object-namespace={namespace}",
+        *minimums,
+    )
+    timeline: list[str] = []
+    try:
+        started = time.monotonic()
+        pending = list(config.steps[1:])
+        next_snapshot = config.snapshot_every_seconds
+        while (elapsed := time.monotonic() - started) < config.duration_seconds:
+            while pending and pending[0].at_seconds <= elapsed:
+                step = pending.pop(0)
+                lab.set_load(namespace, workload, step.rps, ramp_seconds=step.ramp_seconds)
+                progress(f"{elapsed:6.0f} s load {step.rps} rps (ramp {step.ramp_seconds} s)")
+            if elapsed >= next_snapshot:
+                next_snapshot += config.snapshot_every_seconds
+                line = f"{elapsed:6.0f} s " + _snapshot(lab, namespace)
+                timeline.append(line)
+                progress(line)
+            lab.group.check_alive()
+            time.sleep(1.0)
+        lab.group.end(upstream_component.name)
+        lab.group.end(ours_component.name)
+        timeline.append(f"{time.monotonic() - started:6.0f} s " + _snapshot(lab, namespace))
+        ours = recommendations(vpa(lab, namespace, "ours")).get("app")
+        upstream = recommendations(vpa(lab, namespace, "upstream")).get("app")
+        ours_checkpoint = checkpoint_view(lab, namespace, "ours-app")
+        upstream_checkpoint = checkpoint_view(lab, namespace, "upstream-app")
+        return Comparison(
+            rows=compare(
+                ours,
+                upstream,
+                ours_checkpoint=ours_checkpoint,
+                upstream_checkpoint=upstream_checkpoint,
+            ),
+            ours=ours_checkpoint,
+            upstream=upstream_checkpoint,
+            timeline=tuple(timeline),
+        )
+    finally:
+        for component in (upstream_component, ours_component):
+            if component.name in lab.group.components:
+                lab.group.end(component.name)
+
+
+def _snapshot(lab: Lab, namespace: str) -> str:
+    ours = recommendations(vpa(lab, namespace, "ours")).get("app")
+    upstream = recommendations(vpa(lab, namespace, "upstream")).get("app")
+    return f"{describe(ours)} | {describe(upstream)}"
