@@ -302,9 +302,10 @@ def test_side_by_side_smoke_with_upstreams_recommender(
 ) -> None:
     """Upstream's recommender v1.8.1 and ours on the same three pods, each on its own VPA, for
     40 s of steady load (bench/vpa_side_by_side.py runs 15 minutes of a scripted load): the
-    targets agree within a bucket plus rounding; the bounds too, once the confidence each
-    recommender's own samples give is accounted for (after 40 s, a pass more or less moves the
-    upper bound by several percent)."""
+    targets agree within a bucket plus rounding; the bounds too, or else each recommender's
+    bound is what our model gives on that recommender's own checkpoint (they differ only in
+    the moments their samples were taken: after 40 s a few seconds of lifespan move the upper
+    bound by several percent)."""
     config = SideBySideConfig(
         namespace=SIDE_NAMESPACE,
         steps=(LoadStep(0, 15),),
@@ -316,4 +317,4 @@ def test_side_by_side_smoke_with_upstreams_recommender(
     comparison = run_side_by_side(setup.lab, config, progress=lambda _: None)
     report(capsys, comparison.report())
     assert all(row.agrees for row in comparison.rows if row.bound == "target"), comparison.report()
-    assert comparison.agree_after_timing, comparison.report()
+    assert comparison.agree_or_timing, comparison.report()
