@@ -77,23 +77,24 @@ COMMON_FLAGS = (
     "--pod-recommendation-min-memory-mb=10",
     "--checkpoints-gc-interval=1m",
 )
-STEADY = WorkloadProfile(
-    namespace=NAMESPACE,
-    workload="steady",
-    selector={"app": "steady"},
-    cpu_per_request_milli=10,
-    base_cpu_milli=20,
-)
+
+
+def profile(workload: str) -> WorkloadProfile:
+    """The exporter's model of a Deployment ``workload`` (pods labelled ``app=workload``)."""
+    return WorkloadProfile(
+        namespace=NAMESPACE,
+        workload=workload,
+        selector={"app": workload},
+        cpu_per_request_milli=10,
+        base_cpu_milli=20,
+    )
+
+
+STEADY = profile("steady")
 STEADY_PODS = 2
 RPS = 10
 WINDOW_SECONDS = 30
-SCALED = WorkloadProfile(
-    namespace=NAMESPACE,
-    workload="scaled",
-    selector={"app": "scaled"},
-    cpu_per_request_milli=10,
-    base_cpu_milli=20,
-)
+SCALED = profile("scaled")
 HISTORY_WORKLOADS = (("web", ("web-0", "web-1"), 20, 20, 10, 2**20),)
 """One workload of two pods: 10 + 20 * 10 = 210m and 64 + 10 = 74 MiB each."""
 HISTORY_CPU_CORES = Decimal("0.210")

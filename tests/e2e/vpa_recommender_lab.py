@@ -231,6 +231,9 @@ class Row:
     upstream: Decimal | None
     model_on_ours: Decimal | None = None
     model_on_upstream: Decimal | None = None
+    timing: float = 1.0
+    """ours/upstream that the two checkpoints' confidences alone give this bound (their sample
+    counts and spans; 1 for a target)."""
 
     @property
     def allowed(self) -> Decimal:
@@ -243,11 +246,16 @@ class Row:
 
     @property
     def explained_by_samples(self) -> bool:
-        """Each recommender's figure is what our model gives on that recommender's own
-        checkpoint: the two differ only in the samples they took (their timing)."""
-        return _close(self.resource, self.ours, self.model_on_ours) and _close(
-            self.resource, self.upstream, self.model_on_upstream
-        )
+        """The two differ only in the samples they took (their timing): each recommender's
+        figure is what our model gives on that recommender's own checkpoint, or, where the
+        checkpoint holds no memory peaks yet, upstream's figure scaled by ``timing`` is ours."""
+        if self.model_on_ours is not None and self.model_on_upstream is not None:
+            return _close(self.resource, self.ours, self.model_on_ours) and _close(
+                self.resource, self.upstream, self.model_on_upstream
+            )
+        if self.ours is None or self.upstream is None:
+            return False
+        return _close(self.resource, self.ours, self.upstream * Decimal(repr(self.timing)))
 
     def describe(self) -> str:
         ratio = (
@@ -258,7 +266,9 @@ class Row:
         if self.agrees:
             verdict = "agree"
         elif self.explained_by_samples:
-            verdict = "differ by timing (each is our model on its own samples)"
+            verdict = f"differ by timing: confidences alone give {(self.timing - 1) * 100:+.2f} %"
+            if self.model_on_ours is not None:
+                verdict += ", each is our model on its own checkpoint"
         else:
             verdict = "DIFFER"
         return (
@@ -297,10 +307,24 @@ class CheckpointView:
             return 0.0
         return _timestamp(self.last_sample_start) - _timestamp(self.first_sample_start)
 
+    @property
+    def confidence(self) -> float:
+        """``getConfidence`` (hpa/core/vpa/estimator.py ``get_confidence``, 24 h interval)."""
+        return min(self.lifespan_seconds / 86_400, self.samples / 1_440)
+
+    def multiplier(self, bound: str) -> float:
+        """The confidence multiplier of ``bound`` (hpa/core/vpa/recommender.py): upper
+        ``1 + 1/c``, lower ``(1 + 0.001/c)^-2``, target 1."""
+        if bound == "target" or self.confidence <= 0:
+            return 1.0
+        if bound == "upperBound":
+            return 1 + 1 / self.confidence
+        return float((1 + 0.001 / self.confidence) ** -2)
+
     def describe(self) -> str:
         return (
             f"{self.samples} cpu samples, {self.first_sample_start} .. {self.last_sample_start} "
-            f"({self.lifespan_seconds:.0f} s)"
+            f"({self.lifespan_seconds:.0f} s, confidence {self.confidence:.6f})"
         )
 
 
@@ -397,6 +421,11 @@ def compare(
     def on(view: CheckpointView | None, bound: str, resource: str) -> Decimal | None:
         return view.model.get(bound, resource) if view and view.model else None
 
+    def timing(bound: str) -> float:
+        if ours_checkpoint is None or upstream_checkpoint is None:
+            return 1.0
+        return ours_checkpoint.multiplier(bound) / upstream_checkpoint.multiplier(bound)
+
     return tuple(
         Row(
             bound,
@@ -405,6 +434,7 @@ def compare(
             upstream.get(bound, resource) if upstream else None,
             on(ours_checkpoint, bound, resource),
             on(upstream_checkpoint, bound, resource),
+            timing(bound),
         )
         for resource in RESOURCES
         for bound in BOUNDS
