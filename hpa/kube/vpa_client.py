@@ -7,10 +7,9 @@ not exist) and the checkpoint lister and client of ``pkg/recommender/input/clust
 (``InitFromCheckpoints``, ``GarbageCollectCheckpoints``).
 
 Deliberate deviations: the status is sent as a JSON merge patch of ``{"status": ...}`` to the
-``/status`` subresource (upstream sends a JSON patch ``add /status``: the same result); a
-checkpoint is replaced with a PUT of the whole object (upstream: a JSON patch ``replace /status``),
-then created when it is missing; checkpoints are listed when needed (at start and for garbage
-collection) instead of being kept in an informer.
+``/status`` subresource (upstream sends a JSON patch ``add /status``: the same result);
+checkpoints are listed when needed (at start and for garbage collection) instead of being kept
+in an informer.
 """
 
 from __future__ import annotations
@@ -104,7 +103,9 @@ class VpaClient:
         container_name: str,
         status: CheckpointStatus,
     ) -> None:
-        """``CreateOrUpdateVpaCheckpoint``."""
+        """``CreateOrUpdateVpaCheckpoint``: a JSON patch ``replace /status`` (no resourceVersion
+        needed: kube-apiserver refuses an unconditional PUT of a custom resource), and a create
+        when the checkpoint does not exist."""
         body = VerticalPodAutoscalerCheckpoint(
             api_version="autoscaling.k8s.io/v1",
             kind="VerticalPodAutoscalerCheckpoint",
@@ -115,8 +116,9 @@ class VpaClient:
         ).to_dict()
         body["metadata"] = {"name": name, "namespace": namespace}
         path = _namespaced(CHECKPOINT_PATH, namespace)
+        replace = [{"op": "replace", "path": "/status", "value": body["status"]}]
         try:
-            await self._client.put(f"{path}/{name}", body)
+            await self._client.patch(f"{path}/{name}", replace, patch_type="json")
         except NotFoundError:
             await self._client.post(path, body)
 

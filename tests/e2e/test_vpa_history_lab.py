@@ -56,15 +56,21 @@ def expected_memory_bytes(rps: int, pods: int, per_rps_bytes: int) -> int:
     return int(64 * 2**20 + Fraction(rps, pods) * per_rps_bytes)
 
 
-def exporter_history(end_seconds: int) -> str:
+def exporter_history(
+    end_seconds: int,
+    *,
+    namespace: str = NAMESPACE,
+    workloads: tuple[tuple[str, tuple[str, ...], int, int, int, int], ...] = WORKLOADS,
+) -> str:
     """The exporter's /metrics every SCRAPE_SECONDS over BACKFILL_HOURS up to ``end_seconds``,
     as OpenMetrics with timestamps (as Prometheus would have scraped it under the cadvisor job),
-    plus the label, kube-state-metrics, pause-container and pod-level series."""
+    plus the label, kube-state-metrics, pause-container and pod-level series, for ``workloads``
+    (name, pods, requests/s, cpu per request, base cpu, memory per rps) of ``namespace``."""
     now = [float(end_seconds - BACKFILL_HOURS * 3600)]
     exporter = WorkloadExporter(pod_source=InMemoryPodSource(), clock=lambda: now[0])
-    for workload, pods, rps, per_request, base, per_rps in WORKLOADS:
+    for workload, pods, rps, per_request, base, per_rps in workloads:
         profile = WorkloadProfile(
-            namespace=NAMESPACE,
+            namespace=namespace,
             workload=workload,
             selector={"app": workload},
             cpu_per_request_milli=per_request,
@@ -75,7 +81,7 @@ def exporter_history(end_seconds: int) -> str:
         exporter.model.replace_pods(
             profile.key,
             [
-                PodState(NAMESPACE, name, labels={"app": workload}, containers=("app",))
+                PodState(namespace, name, labels={"app": workload}, containers=("app",))
                 for name in pods
             ],
         )
@@ -93,17 +99,17 @@ def exporter_history(end_seconds: int) -> str:
                 pause = labels.replace('container="app"', 'container="POD"')
                 families[name].append((f'job="kubernetes-cadvisor",{pod_level}', t, value))
                 families[name].append((f'job="kubernetes-cadvisor",{pause}', t, "1048576"))
-        for workload, pods, *_ in WORKLOADS:
+        for workload, pods, *_ in workloads:
             for pod in pods:
                 families["up"].append(
                     (
-                        f'job="kubernetes-pods",kubernetes_namespace="{NAMESPACE}",'
+                        f'job="kubernetes-pods",kubernetes_namespace="{namespace}",'
                         f'kubernetes_pod_name="{pod}",pod_label_app="{workload}"',
                         t,
                         "1",
                     )
                 )
-        ksm = f'job="kube-state-metrics",namespace="{NAMESPACE}",pod="web-0",container="app"'
+        ksm = f'job="kube-state-metrics",namespace="{namespace}",pod="web-0",container="app"'
         families["kube_pod_container_resource_requests"].append(
             (f'{ksm},resource="memory",unit="byte"', t, str(MEMORY_REQUEST_BYTES))
         )

@@ -30,6 +30,7 @@ import orjson
 from aiohttp import web
 
 from hpa.core.selector import parse_selector
+from hpa.core.vpa.admission import apply_patch
 from hpa.kube.client import KubeClient, RetryPolicy
 from tests.fakes.clock import FakeClock
 
@@ -60,6 +61,9 @@ class ResourceInfo:
     plural: str
     kind: str
     namespaced: bool = True
+    unconditional_update: bool = True
+    """Whether a PUT without ``metadata.resourceVersion`` is accepted (built-in kinds such as
+    Deployments); custom resources refuse it with 422, as kube-apiserver does."""
     subresources: tuple[str, ...] = ()
 
 
@@ -99,28 +103,9 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def json_patch(target: Any, operations: Any) -> Any:
-    """RFC 6902 ``add``, ``replace`` and ``remove`` on a copy of ``target``; raises ``KeyError``
-    or ``IndexError`` for a path that does not resolve."""
-    result = orjson.loads(orjson.dumps(target))
-    for operation in operations:
-        *parents, last = [
-            part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
-        ]
-        node = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        if operation["op"] == "remove":
-            if isinstance(node, list):
-                node.pop(int(last))
-            else:
-                del node[last]
-        elif isinstance(node, list):
-            node.insert(int(last), operation["value"])
-        else:
-            if operation["op"] == "replace" and last not in node:
-                raise KeyError(last)
-            node[last] = operation["value"]
-    return result
+    """RFC 6902 ``add``, ``replace`` and ``remove`` on a copy of ``target`` (the core's applier);
+    raises ``KeyError`` or ``IndexError`` for a path that does not resolve."""
+    return apply_patch(target, operations)
 
 
 DEFAULT_RESOURCES = (
@@ -547,6 +532,13 @@ class FakeApiServer:
         if method != "PUT":
             return self._error(405, "MethodNotAllowed", method)
         precondition = (body.get("metadata") or {}).get("resourceVersion")
+        if not precondition and not info.unconditional_update:
+            return self._error(
+                422,
+                "Invalid",
+                f'{info.plural} "{key[3]}" is invalid: metadata.resourceVersion: '
+                "Invalid value: 0: must be specified for an update",
+            )
         if precondition and precondition != current["metadata"]["resourceVersion"]:
             return self._error(
                 409,

@@ -1,4 +1,5 @@
-"""The upstream VPA's build cache key and the admission controller's command line."""
+"""The upstream VPA's build cache key and the admission controller's and recommender's
+command lines."""
 
 from __future__ import annotations
 
@@ -51,4 +52,27 @@ def test_admission_controller_never_registers_itself_and_serves_the_given_certif
         "--status-lease-name=vpa-admission-controller",
         "--status-lease-namespace=kube-system",
         "--v=2",
+    }
+
+
+def test_recommender_reads_metrics_k8s_io_with_the_given_interval_and_minimums() -> None:
+    config = vpa_upstream.RecommenderConfig(
+        kubeconfig=Path("/lab/admin.kubeconfig"),
+        address="127.0.0.1:18942",
+        interval_seconds=10,
+        pod_min_cpu_millicores=10,
+        pod_min_memory_mb=10,
+        vpa_object_namespace="side",
+    )
+    argv = vpa_upstream.recommender_argv(Path("/cache/vpa"), config)
+    assert argv[0] == "/cache/vpa/recommender"
+    assert set(argv[1:]) == {
+        "--kubeconfig=/lab/admin.kubeconfig",
+        "--address=127.0.0.1:18942",
+        "--recommender-name=default",
+        "--recommender-interval=10s",
+        "--pod-recommendation-min-cpu-millicores=10",
+        "--pod-recommendation-min-memory-mb=10",
+        "--vpa-object-namespace=side",
+        "--v=3",
     }

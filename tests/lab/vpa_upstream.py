@@ -38,6 +38,8 @@ path element."""
 BUILD_FLAGS = ("-trimpath", "-ldflags=-s -w")
 ADMISSION_CONTROLLER = "vpa-admission-controller"
 """The lab component name of the upstream admission controller (its log is in failure reports)."""
+RECOMMENDER = "vpa-recommender"
+"""The lab component name of the upstream recommender."""
 
 
 def packages() -> list[str]:
@@ -128,6 +130,52 @@ def start_admission_controller(
     review to know when its VPA cache holds what the test created."""
     argv = admission_controller_argv(bin_dir or build(), config)
     return group.start(name, argv)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecommenderConfig:
+    """The upstream recommender's flags in the lab (``pkg/recommender/config/config.go``); the
+    rest keep upstream's defaults (``--storage=checkpoint``, metrics from ``metrics.k8s.io``)."""
+
+    kubeconfig: Path
+    address: str
+    """``--address``: ``host:port`` of ``/metrics`` and ``/health-check``."""
+    recommender_name: str = "default"
+    """``--recommender-name``: ``default`` also serves VPAs without ``spec.recommenders``."""
+    interval_seconds: int = 60
+    """``--recommender-interval``."""
+    pod_min_cpu_millicores: int = 25
+    pod_min_memory_mb: int = 250
+    vpa_object_namespace: str = ""
+    verbosity: int = 3
+    """``--v``: 3 logs every pass (``Recommender Run``)."""
+
+
+def recommender_argv(bin_dir: Path, config: RecommenderConfig) -> list[str]:
+    argv = [
+        str(bin_dir / "recommender"),
+        f"--kubeconfig={config.kubeconfig}",
+        f"--address={config.address}",
+        f"--recommender-name={config.recommender_name}",
+        f"--recommender-interval={config.interval_seconds}s",
+        f"--pod-recommendation-min-cpu-millicores={config.pod_min_cpu_millicores}",
+        f"--pod-recommendation-min-memory-mb={config.pod_min_memory_mb}",
+        f"--v={config.verbosity}",
+    ]
+    if config.vpa_object_namespace:
+        argv.append(f"--vpa-object-namespace={config.vpa_object_namespace}")
+    return argv
+
+
+def start_recommender(
+    group: ProcessGroup,
+    config: RecommenderConfig,
+    *,
+    bin_dir: Path | None = None,
+    name: str = RECOMMENDER,
+) -> Component:
+    """Start upstream's recommender as a lab component (built first if needed)."""
+    return group.start(name, recommender_argv(bin_dir or build(), config))
 
 
 def main() -> int:

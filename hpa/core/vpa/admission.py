@@ -354,20 +354,34 @@ def default_update_policy_patches(*, has_update_policy: bool) -> list[PatchOpera
 
 
 def apply_patch(document: Mapping[str, Any], patches: Sequence[PatchOperation]) -> dict[str, Any]:
-    """Apply ``add`` operations (the only kind produced here) to a copy of ``document``, as an
-    API server would; used to compare the resulting pods."""
+    """Apply RFC 6902 ``add``, ``replace`` and ``remove`` operations to a copy of ``document``,
+    as an API server would (used to compare the resulting pods, and by the test API server).
+    A path that does not resolve raises ``KeyError`` or ``IndexError``; another operation
+    raises ``ValueError``."""
     result: dict[str, Any] = copy.deepcopy(dict(document))
     for operation in patches:
-        if operation["op"] != "add":
-            raise ValueError(f"unsupported patch operation {operation['op']!r}")
+        op = operation["op"]
+        if op not in ("add", "replace", "remove"):
+            raise ValueError(f"unsupported patch operation {op!r}")
         *parents, last = [
             part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
         ]
         node: Any = result
         for part in parents:
             node = node[int(part)] if isinstance(node, list) else node[part]
-        if isinstance(node, list):
-            node.insert(int(last), copy.deepcopy(operation["value"]))
+        if op == "remove":
+            if isinstance(node, list):
+                node.pop(int(last))
+            else:
+                del node[last]
+        elif isinstance(node, list):
+            index = int(last)
+            if op == "replace":
+                node[index] = copy.deepcopy(operation["value"])
+            else:
+                node.insert(index, copy.deepcopy(operation["value"]))
         else:
+            if op == "replace" and last not in node:
+                raise KeyError(last)
             node[last] = copy.deepcopy(operation["value"])
     return result
