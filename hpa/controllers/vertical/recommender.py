@@ -378,28 +378,35 @@ class Recommender:
 
     # -- one pass -----------------------------------------------------------------------------
 
-    def _conflicts(self, vpa: VpaState) -> tuple[HorizontalConflict, ...]:
+    def _conflicts(
+        self, vpa: VpaState, scalers: dict[str, Sequence[HorizontalScaler]]
+    ) -> tuple[HorizontalConflict, ...]:
+        """The VPA's conflicts with the HPAs of its namespace (``scalers``: the pass's HPAs by
+        namespace, each namespace's read once per pass)."""
         if self.settings.hpa_awareness is HpaAwareness.OFF or vpa.target_ref is None:
             return ()
         api_version, kind, name = vpa.target_ref
-        scalers = self.hpas(vpa.id.namespace)
-        if not scalers:
+        namespace = vpa.id.namespace
+        if namespace not in scalers:
+            scalers[namespace] = self.hpas(namespace)
+        if not scalers[namespace]:
             return ()
         return horizontal_conflicts(
-            vpa.id.namespace,
+            namespace,
             CrossVersionObjectReference(kind=kind, name=name, api_version=api_version),
-            scalers,
+            scalers[namespace],
         )
 
     async def update_vpas(self, *, now_ns: int) -> None:
         """``UpdateVPAs``: recommend each VPA and write its status when it changed."""
         processed: list[VpaState] = []
+        scalers: dict[str, Sequence[HorizontalScaler]] = {}
         for vpa_id, observed in list(self.feeder.observed.items()):
             vpa = self.cluster.vpas.get(vpa_id)
             if vpa is None:
                 continue
             try:
-                await self._update_vpa(vpa, observed, now_ns=now_ns)
+                await self._update_vpa(vpa, observed, self._conflicts(vpa, scalers), now_ns=now_ns)
             except (ApiError, TransportError) as error:
                 log.error("vpa_status_write_failed", vpa=_name(vpa_id), error=str(error))
             except Exception as error:  # noqa: BLE001 - one VPA never stops the pass
@@ -407,8 +414,14 @@ class Recommender:
             processed.append(vpa)
         self.metrics.observe_objects(processed)
 
-    async def _update_vpa(self, vpa: VpaState, observed: ObservedVpa, *, now_ns: int) -> None:
-        conflicts = self._conflicts(vpa)
+    async def _update_vpa(
+        self,
+        vpa: VpaState,
+        observed: ObservedVpa,
+        conflicts: tuple[HorizontalConflict, ...],
+        *,
+        now_ns: int,
+    ) -> None:
         if observed.model == MODEL_CRANE:
             crane = self.feeder.crane.get(vpa.id)
             update = process_crane_vpa_update(

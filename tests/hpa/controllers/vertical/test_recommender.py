@@ -159,7 +159,7 @@ async def test_hpa_on_cpu_leaves_cpu_to_the_hpa_and_memory_recommended() -> None
     recommended = target(h.status())
     assert set(recommended) == {"cpu", "memory"}  # cpu is computed and shown
     record = h.cluster.vpas[next(iter(h.cluster.vpas))]
-    conflicts = h.recommender._conflicts(record)
+    conflicts = h.recommender._conflicts(record, {})
     applied = effective_controlled_resources(
         "app", ("cpu", "memory"), conflicts, awareness=HpaAwareness.EXCLUDE
     )
