@@ -8,18 +8,23 @@ The cluster: ``--vpas`` VPAs in namespaces of ``--per-namespace`` (100), each on
 Deployment → ReplicaSet → one pod with ``--containers`` containers (distinct usage per container),
 an HPA on cpu for one VPA in ten. Objects are generated as the API server's JSON and converted
 by the informers' parse functions into the informers' stores, as ``hpa vpa recommender`` keeps
-them; the live metrics source answers one snapshot per container per pass; the API writes are
-counted (status patches, checkpoint writes and deletes) and answered at once, so the figures
-are the recommender's own work, not the API server's or the network's.
+them (the HPAs reach the recommender through the same ``scalers`` as there); the live metrics
+source answers one snapshot per container per pass. The API writes (status patches, checkpoint
+writes and deletes) are counted and answered at once, each after its token from the real
+client's limiter (``--kube-api-qps`` 50, ``--kube-api-burst`` 100, upstream's defaults) on a
+virtual clock: a wait moves the clock instead of sleeping, so ``--checkpoints-timeout`` (1m) ends
+the checkpoint writes where a real cluster would, and the CPU figures are the recommender's own
+work, not the API server's or the network's.
 
 * **pass CPU-seconds**: ``time.process_time`` around ``Recommender.run_once`` for the first pass
-  (every VPA new: every status and checkpoint written) and for a steady pass (one
-  ``--recommender-interval`` later, the same usage); goal <= 5 s per pass;
+  (every VPA new: every status written) and for a steady pass (one ``--recommender-interval``
+  after the first began, or at once when the first overran it; the same usage), and per step
+  (upstream's ``vpa_recommender_execution_latency_seconds`` step names); goal <= 5 s per pass;
 * **RSS**: ``VmHWM`` (the peak) and ``VmRSS`` after the passes; goal <= 500 MB;
-* **API writes per steady pass**: status patches, and the VPAs whose recommendation changed
-  (status writes should equal those: a status is written only when it changed); checkpoint
-  writes are reported beside them (upstream writes every VPA's checkpoints each pass, within
-  ``--checkpoints-timeout``).
+* **API writes per pass**: status patches beside the VPAs whose recommendation changed (status
+  writes should equal those: a status is written only when it changed), checkpoint writes (the
+  least recently written VPAs first, until ``--checkpoints-timeout``), and the seconds the
+  pass's requests waited for the client limit.
 
 Only counts and CPU times are reported, never asserted.
 """
@@ -38,15 +43,16 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from bench.controller import memory_bytes
-from hpa.controllers.conversion import hpa_from_dict
+from hpa.app.recommender import RecommenderAppSettings
+from hpa.app.vertical_informers import scalers
 from hpa.controllers.vertical.feeder import ClusterFeeder
 from hpa.controllers.vertical.ports import ContainerMetricsSnapshot
-from hpa.controllers.vertical.recommender import Recommender, RecommenderSettings
+from hpa.controllers.vertical.recommender import Recommender
 from hpa.core.vpa.aggregation import CheckpointStatus
-from hpa.core.vpa.awareness import HorizontalScaler
 from hpa.core.vpa.cluster import ClusterState, PodId
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.recommender import create_pod_resource_recommender
+from hpa.kube.client import TokenBucket
 from hpa.kube.informer import Store
 from hpa.kube.logs import configure_logging
 from hpa.kube.records import HpaRecord, PodRecord, parse_hpa, parse_pod, record_key
@@ -96,15 +102,21 @@ class _Metrics:
 
 
 class _CountingApi:
-    def __init__(self) -> None:
+    """The recommender's writes, counted and answered at once, each after its token from the
+    real client's limiter on the virtual clock (its wait moves the clock instead of sleeping)."""
+
+    def __init__(self, limiter: TokenBucket) -> None:
+        self.limiter = limiter
         self.status_writes = 0
         self.checkpoint_writes = 0
         self.checkpoint_deletes = 0
 
     async def patch_vpa_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        await self.limiter.acquire()
         self.status_writes += 1
 
     async def list_checkpoints(self) -> list[Mapping[str, Any]]:
+        await self.limiter.acquire()
         return []
 
     async def save_checkpoint(
@@ -116,9 +128,11 @@ class _CountingApi:
         container_name: str,
         status: CheckpointStatus,
     ) -> None:
+        await self.limiter.acquire()
         self.checkpoint_writes += 1
 
     async def delete_checkpoint(self, namespace: str, name: str) -> None:
+        await self.limiter.acquire()
         self.checkpoint_deletes += 1
 
 
@@ -225,32 +239,38 @@ def generate(vpas: int, containers: int, per_namespace: int) -> Cluster:
 
 
 @dataclass(frozen=True)
+class Pass:
+    cpu_seconds: float
+    steps: Mapping[str, float]
+    """CPU seconds of each of upstream's steps."""
+    status_writes: int
+    moved: int
+    """VPAs whose recommendation changed in the pass."""
+    checkpoint_writes: int
+    clock_seconds: float
+    """How long the pass took on the virtual clock: the client limiter's waits."""
+
+
+@dataclass(frozen=True)
 class Result:
     vpas: int
     containers: int
-    first_cpu_seconds: float
-    steady_cpu_seconds: float
-    first_status_writes: int
-    steady_status_writes: int
-    steady_moved: int
-    first_checkpoint_writes: int
-    steady_checkpoint_writes: int
+    qps: float
+    burst: int
+    first: Pass
+    steady: Pass
     peak_rss_bytes: int
     rss_bytes: int
 
 
-async def measure(vpas: int, containers: int, per_namespace: int) -> Result:
+async def measure(
+    vpas: int, containers: int, per_namespace: int, *, qps: float, burst: int
+) -> Result:
     cluster = generate(vpas, containers, per_namespace)
     clock = _Clock()
     metrics = _Metrics()
-    api = _CountingApi()
+    api = _CountingApi(TokenBucket(qps, burst, clock=clock))
     lookup = _Controllers(cluster.controllers)
-
-    def scalers(namespace: str) -> Sequence[HorizontalScaler]:
-        return [
-            HorizontalScaler(namespace, r.name, hpa_from_dict(r.raw).spec)
-            for r in cluster.hpas.list_namespace(namespace)
-        ]
 
     model = ClusterState(gc_interval_ns=3600 * 10**9)
     feeder = ClusterFeeder(
@@ -265,10 +285,10 @@ async def measure(vpas: int, containers: int, per_namespace: int) -> Result:
         feeder,
         pod_recommender=create_pod_resource_recommender(),
         api=api,
-        hpas=scalers,
+        hpas=scalers(cluster.hpas.list_namespace),
         clock=clock,
         registry=CollectorRegistry(),
-        settings=RecommenderSettings(checkpoints_timeout_seconds=3600),
+        settings=RecommenderAppSettings().loop,
     )
 
     def feed() -> None:
@@ -278,34 +298,40 @@ async def measure(vpas: int, containers: int, per_namespace: int) -> Result:
             for pod, name, cpu, memory in cluster.containers
         ]
 
-    async def one_pass() -> tuple[float, int, int, int]:
+    async def one_pass() -> Pass:
         before = {vpa_id: vpa.recommendation for vpa_id, vpa in model.vpas.items()}
         status, checkpoints = api.status_writes, api.checkpoint_writes
+        clock_started = clock.seconds
         started = time.process_time()
         await recommender.run_once()
         elapsed = time.process_time() - started
         moved = sum(
             1 for vpa_id, vpa in model.vpas.items() if before.get(vpa_id) != vpa.recommendation
         )
-        return elapsed, api.status_writes - status, moved, api.checkpoint_writes - checkpoints
+        return Pass(
+            cpu_seconds=elapsed,
+            steps=recommender.last_pass_cpu_seconds,
+            status_writes=api.status_writes - status,
+            moved=moved,
+            checkpoint_writes=api.checkpoint_writes - checkpoints,
+            clock_seconds=clock.seconds - clock_started,
+        )
 
     feed()
-    first_cpu, first_status, _, first_checkpoints = await one_pass()
+    first = await one_pass()
     observe_written_statuses(cluster, model)
-    clock.seconds += 60
+    # the loop's next pass: one interval after the first began, or at once if it overran
+    clock.seconds = max(START_SECONDS + recommender.settings.interval_seconds, clock.seconds)
     feed()
-    steady_cpu, steady_status, moved, steady_checkpoints = await one_pass()
+    steady = await one_pass()
     peak, rss = memory_bytes()
     return Result(
         vpas=vpas,
         containers=containers,
-        first_cpu_seconds=first_cpu,
-        steady_cpu_seconds=steady_cpu,
-        first_status_writes=first_status,
-        steady_status_writes=steady_status,
-        steady_moved=moved,
-        first_checkpoint_writes=first_checkpoints,
-        steady_checkpoint_writes=steady_checkpoints,
+        qps=qps,
+        burst=burst,
+        first=first,
+        steady=steady,
         peak_rss_bytes=peak,
         rss_bytes=rss,
     )
@@ -332,32 +358,53 @@ def observe_written_statuses(cluster: Cluster, model: ClusterState) -> None:
         cluster.vpas.put(record_key(observed), observed)
 
 
+def _pass_line(name: str, p: Pass) -> str:
+    return (
+        f"{name} pass: {p.cpu_seconds:.2f} CPU-s, {p.status_writes} status writes for {p.moved} "
+        f"VPAs whose recommendation moved, {p.checkpoint_writes} checkpoint writes, "
+        f"{p.clock_seconds:.0f} s of client rate limit"
+    )
+
+
 def render(result: Result, *, command: str) -> str:
     mb = 1_000_000
     return "\n".join(
         [
             f"command: {command}",
             f"VPAs: {result.vpas} x {result.containers} containers "
-            f"({result.vpas * result.containers} aggregate container states)",
-            f"first pass: {result.first_cpu_seconds:.2f} CPU-s, "
-            f"{result.first_status_writes} status writes, "
-            f"{result.first_checkpoint_writes} checkpoint writes",
-            f"steady pass: {result.steady_cpu_seconds:.2f} CPU-s, "
-            f"{result.steady_status_writes} status writes for {result.steady_moved} VPAs whose "
-            f"recommendation moved, {result.steady_checkpoint_writes} checkpoint writes",
+            f"({result.vpas * result.containers} aggregate container states), "
+            f"client limit {result.qps:g} QPS, burst {result.burst}",
+            _pass_line("first", result.first),
+            _pass_line("steady", result.steady),
             f"RSS: peak {result.peak_rss_bytes / mb:.0f} MB, now {result.rss_bytes / mb:.0f} MB",
+            "CPU-s per step (first / steady): "
+            + ", ".join(
+                f"{step} {result.first.steps.get(step, 0.0):.2f} / {seconds:.2f}"
+                for step, seconds in result.steady.steps.items()
+            ),
         ]
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    defaults = RecommenderAppSettings()
     parser = argparse.ArgumentParser(prog="python -m bench.vpa_recommender")
     parser.add_argument("--vpas", type=int, default=10_000)
     parser.add_argument("--containers", type=int, default=10)
     parser.add_argument("--per-namespace", type=int, default=100)
+    parser.add_argument("--kube-api-qps", type=float, default=defaults.kube_api_qps)
+    parser.add_argument("--kube-api-burst", type=int, default=defaults.kube_api_burst)
     args = parser.parse_args(argv)
     configure_logging("warning")
-    result = asyncio.run(measure(args.vpas, args.containers, args.per_namespace))
+    result = asyncio.run(
+        measure(
+            args.vpas,
+            args.containers,
+            args.per_namespace,
+            qps=args.kube_api_qps,
+            burst=args.kube_api_burst,
+        )
+    )
     command = "python -m bench.vpa_recommender " + " ".join(argv or sys.argv[1:])
     print(render(result, command=command.strip()))
 

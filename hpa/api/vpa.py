@@ -282,11 +282,13 @@ def resources_to_core(resources: ResourceList) -> core_amount.Resources:
 
 
 def resources_from_core(resources: core_amount.Resources) -> ResourceList:
-    """Canonical quantities as upstream writes them (``core_amount.quantity_text``)."""
-    return {
-        resource.value: core_amount.quantity_text(resource, amount)
-        for resource, amount in resources.items()
-    }
+    """Canonical quantities as upstream writes them (``core_amount.quantity_text``), cpu first."""
+    out: ResourceList = {}
+    if resources.cpu is not None:
+        out["cpu"] = core_amount.quantity_text(core_amount.ResourceName.CPU, resources.cpu)
+    if resources.memory is not None:
+        out["memory"] = core_amount.quantity_text(core_amount.ResourceName.MEMORY, resources.memory)
+    return out
 
 
 def _container_policy_to_core(
@@ -454,6 +456,20 @@ def conditions_from_core(
     ]
 
 
+def _container_recommendation(r: core_recommender.RecommendedContainerResources) -> dict[str, Any]:
+    target = resources_from_core(r.target)
+    return {
+        "containerName": r.container_name,
+        "target": target,
+        "lowerBound": resources_from_core(r.lower_bound),
+        "upperBound": resources_from_core(r.upper_bound),
+        # the target before capping: usually the target itself
+        "uncappedTarget": dict(target)
+        if r.uncapped_target == r.target
+        else resources_from_core(r.uncapped_target),
+    }
+
+
 def status_from_core(
     recommendation: tuple[core_recommender.RecommendedContainerResources, ...] | None,
     conditions: tuple[core_cluster.VpaCondition, ...] | list[core_cluster.VpaCondition],
@@ -468,18 +484,7 @@ def status_from_core(
         status["observedGeneration"] = observed_generation
     if recommendation is not None:
         status["recommendation"] = (
-            {
-                "containerRecommendations": [
-                    {
-                        "containerName": r.container_name,
-                        "target": resources_from_core(r.target),
-                        "lowerBound": resources_from_core(r.lower_bound),
-                        "upperBound": resources_from_core(r.upper_bound),
-                        "uncappedTarget": resources_from_core(r.uncapped_target),
-                    }
-                    for r in recommendation
-                ]
-            }
+            {"containerRecommendations": [_container_recommendation(r) for r in recommendation]}
             if recommendation
             else {}
         )

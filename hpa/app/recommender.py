@@ -7,7 +7,8 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 ``--target-memory-percentile`` 0.9, ``--pod-recommendation-min-cpu-millicores`` 25,
 ``--pod-recommendation-min-memory-mb`` 250, ``--memory-saver`` false, ``--vpa-object-namespace``,
 ``--address`` :8942, ``--kubeconfig``, leader election off by default with the Lease
-``vpa-recommender-lease``).
+``vpa-recommender-lease``) and ``common/flags.go`` (``--kube-api-qps`` 50, ``--kube-api-burst``
+100: the client-side limit of every request, status and checkpoint writes included).
 
 One ``asyncio.TaskGroup``: the informers (VPAs, LimitRanges, HPAs, the seven well-known
 controller kinds, Pods), the operations listener (``/healthz``, ``/readyz`` once every informer
@@ -108,6 +109,10 @@ class RecommenderAppSettings:
     """``--address``: ``host:port`` of ``/metrics``, ``/healthz`` and ``/readyz``."""
     kubeconfig: str | None = None
     """``--kubeconfig``: empty means in-cluster configuration."""
+    kube_api_qps: float = 50.0
+    """``--kube-api-qps``: requests per second to the API server (0 or less: no limit)."""
+    kube_api_burst: int = 100
+    """``--kube-api-burst``: requests the client may send at once above ``--kube-api-qps``."""
     leader: LeaderElectionFlags = field(
         default_factory=lambda: LeaderElectionFlags(leader_elect=False, resource_name=LEASE_NAME)
     )
@@ -162,6 +167,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--address", default=d.address, help="host:port of /metrics, /healthz and /readyz")
     add("--kubeconfig", default=None)
     add(
+        "--kube-api-qps",
+        type=float,
+        default=d.kube_api_qps,
+        metavar="QPS",
+        help=f"requests per second to the API server (default {d.kube_api_qps:g})",
+    )
+    add(
+        "--kube-api-burst",
+        type=int,
+        default=d.kube_api_burst,
+        metavar="N",
+        help=f"burst of requests to the API server (default {d.kube_api_burst})",
+    )
+    add(
         "--metrics-source",
         choices=["api", "inprocess"],
         default=d.metrics_source,
@@ -193,6 +212,8 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
             raise ValueError(f"{flag}: must be positive")
     if args.min_checkpoints < 0:
         raise ValueError("--min-checkpoints: must not be negative")
+    if args.kube_api_burst < 1:
+        raise ValueError("--kube-api-burst: must be at least 1")
     recommendation = RecommendationConfig(
         target_cpu_percentile=args.target_cpu_percentile,
         target_memory_percentile=args.target_memory_percentile,
@@ -213,6 +234,8 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         vpa_object_namespace=args.vpa_object_namespace,
         address=args.address,
         kubeconfig=args.kubeconfig or None,
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
         leader=leader_election_from_args(args),
         metrics_source=args.metrics_source,
         inprocess_metrics=inprocess_metrics.settings_from_args(args)
@@ -309,7 +332,12 @@ async def _run(settings: RecommenderAppSettings) -> int:
     clock = SystemClock()
     registry = CollectorRegistry()
     client = await load_client(
-        ClientSettings(kubeconfig_path=settings.kubeconfig, user_agent="hpa-vpa-recommender"),
+        ClientSettings(
+            kubeconfig_path=settings.kubeconfig,
+            qps=settings.kube_api_qps,
+            burst=settings.kube_api_burst,
+            user_agent="hpa-vpa-recommender",
+        ),
         clock=clock,
         registry=registry,
     )

@@ -22,7 +22,7 @@ from hpa.controllers.vertical.ports import (
 )
 from hpa.core.vpa.aggregation import CheckpointStatus
 from hpa.core.vpa.cluster import PodId
-from hpa.kube.client import ApiStatus, error_for_status
+from hpa.kube.client import ApiStatus, TokenBucket, error_for_status
 
 
 class FakeContainerMetrics:
@@ -85,21 +85,29 @@ class StatusPatch:
 class FakeRecommenderApi:
     """``RecommenderApi``: status patches recorded; checkpoints kept by (namespace, name) as
     the JSON objects the API server would hold. ``fail_status`` names VPAs whose status write is
-    refused (500)."""
+    refused (500). With a ``limiter`` (the real client's ``TokenBucket``, on the test's clock)
+    every call first waits for its token, as :class:`hpa.kube.client.KubeClient` does."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, limiter: TokenBucket | None = None) -> None:
+        self.limiter = limiter
         self.patches: list[StatusPatch] = []
         self.checkpoints: dict[tuple[str, str], dict[str, Any]] = {}
         self.saves: list[tuple[str, str]] = []
         self.deletes: list[tuple[str, str]] = []
         self.fail_status: set[str] = set()
 
+    async def _request(self) -> None:
+        if self.limiter is not None:
+            await self.limiter.acquire()
+
     async def patch_vpa_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        await self._request()
         if f"{namespace}/{name}" in self.fail_status:
             raise error_for_status(ApiStatus(code=500, reason="InternalError", message="boom"))
         self.patches.append(StatusPatch(namespace, name, status))
 
     async def list_checkpoints(self) -> list[Mapping[str, Any]]:
+        await self._request()
         return [dict(c) for c in self.checkpoints.values()]
 
     async def save_checkpoint(
@@ -111,6 +119,7 @@ class FakeRecommenderApi:
         container_name: str,
         status: CheckpointStatus,
     ) -> None:
+        await self._request()
         body = VerticalPodAutoscalerCheckpoint(
             spec=VerticalPodAutoscalerCheckpointSpec(
                 vpa_object_name=vpa_name, container_name=container_name
@@ -122,6 +131,7 @@ class FakeRecommenderApi:
         self.saves.append((namespace, name))
 
     async def delete_checkpoint(self, namespace: str, name: str) -> None:
+        await self._request()
         self.checkpoints.pop((namespace, name), None)
         self.deletes.append((namespace, name))
 

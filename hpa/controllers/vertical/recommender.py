@@ -260,16 +260,20 @@ def status_changed(vpa: VpaState, record: VpaRecord) -> bool:
 
 
 class _StepTimer:
-    """``ExecutionTimer``: each step's wall time, and the total."""
+    """``ExecutionTimer``: each step's wall time into the histogram, and the total; each step's
+    CPU time of this process in ``cpu_seconds`` (for the benchmark and the pass's log line)."""
 
     def __init__(self, histogram: Histogram) -> None:
         self._histogram = histogram
         self._start = self._last = time.perf_counter()
+        self._last_cpu = time.process_time()
+        self.cpu_seconds: dict[str, float] = {}
 
     def step(self, name: str) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.process_time()
         self._histogram.labels(name).observe(now - self._last)
-        self._last = now
+        self.cpu_seconds[name] = cpu - self._last_cpu
+        self._last, self._last_cpu = now, cpu
 
     def total(self) -> None:
         self._histogram.labels("total").observe(time.perf_counter() - self._start)
@@ -305,6 +309,8 @@ class Recommender:
         self.checkpoint_writes = 0
         self.checkpoint_deletes = 0
         self.passes = 0
+        self.last_pass_cpu_seconds: Mapping[str, float] = {}
+        """CPU seconds of each step (upstream's step names) of the last pass."""
 
     def now_ns(self) -> int:
         moment = self.clock.now()
@@ -372,28 +378,35 @@ class Recommender:
 
     # -- one pass -----------------------------------------------------------------------------
 
-    def _conflicts(self, vpa: VpaState) -> tuple[HorizontalConflict, ...]:
+    def _conflicts(
+        self, vpa: VpaState, scalers: dict[str, Sequence[HorizontalScaler]]
+    ) -> tuple[HorizontalConflict, ...]:
+        """The VPA's conflicts with the HPAs of its namespace (``scalers``: the pass's HPAs by
+        namespace, each namespace's read once per pass)."""
         if self.settings.hpa_awareness is HpaAwareness.OFF or vpa.target_ref is None:
             return ()
         api_version, kind, name = vpa.target_ref
-        scalers = self.hpas(vpa.id.namespace)
-        if not scalers:
+        namespace = vpa.id.namespace
+        if namespace not in scalers:
+            scalers[namespace] = self.hpas(namespace)
+        if not scalers[namespace]:
             return ()
         return horizontal_conflicts(
-            vpa.id.namespace,
+            namespace,
             CrossVersionObjectReference(kind=kind, name=name, api_version=api_version),
-            scalers,
+            scalers[namespace],
         )
 
     async def update_vpas(self, *, now_ns: int) -> None:
         """``UpdateVPAs``: recommend each VPA and write its status when it changed."""
         processed: list[VpaState] = []
+        scalers: dict[str, Sequence[HorizontalScaler]] = {}
         for vpa_id, observed in list(self.feeder.observed.items()):
             vpa = self.cluster.vpas.get(vpa_id)
             if vpa is None:
                 continue
             try:
-                await self._update_vpa(vpa, observed, now_ns=now_ns)
+                await self._update_vpa(vpa, observed, self._conflicts(vpa, scalers), now_ns=now_ns)
             except (ApiError, TransportError) as error:
                 log.error("vpa_status_write_failed", vpa=_name(vpa_id), error=str(error))
             except Exception as error:  # noqa: BLE001 - one VPA never stops the pass
@@ -401,8 +414,14 @@ class Recommender:
             processed.append(vpa)
         self.metrics.observe_objects(processed)
 
-    async def _update_vpa(self, vpa: VpaState, observed: ObservedVpa, *, now_ns: int) -> None:
-        conflicts = self._conflicts(vpa)
+    async def _update_vpa(
+        self,
+        vpa: VpaState,
+        observed: ObservedVpa,
+        conflicts: tuple[HorizontalConflict, ...],
+        *,
+        now_ns: int,
+    ) -> None:
         if observed.model == MODEL_CRANE:
             crane = self.feeder.crane.get(vpa.id)
             update = process_crane_vpa_update(
@@ -525,6 +544,7 @@ class Recommender:
         )
         timer.step("GarbageCollect")
         timer.total()
+        self.last_pass_cpu_seconds = timer.cpu_seconds
         self.passes += 1
         log.info(
             "recommender_pass",

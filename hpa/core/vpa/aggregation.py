@@ -29,7 +29,7 @@ Deliberate deviations:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from hpa.core.vpa.amount import (
@@ -256,6 +256,22 @@ class AggregateContainerState:
             self.last_sample_start_ns = other.last_sample_start_ns
         self.total_samples_count += other.total_samples_count
 
+    def merged_view(
+        self, config: AggregationsConfig = DEFAULT_AGGREGATIONS_CONFIG
+    ) -> AggregateContainerState:
+        """What merging this state into a new one gives (``merge_container_state``: the sample
+        times, the count, every bucket weight, the total and the bucket range), reading this
+        state's histograms instead of copies: change them through neither. Only the merged
+        histograms' reference timestamp could differ (rounded to the half-life), which no
+        percentile reads."""
+        view = AggregateContainerState(config)
+        view.aggregate_cpu_usage = self.aggregate_cpu_usage
+        view.aggregate_memory_peaks = self.aggregate_memory_peaks
+        view.first_sample_start_ns = self.first_sample_start_ns
+        view.last_sample_start_ns = self.last_sample_start_ns
+        view.total_samples_count = self.total_samples_count
+        return view
+
     def needs_recommendation(self) -> bool:
         """Under a VPA and not in mode Off (``NeedsRecommendation``)."""
         return (
@@ -352,15 +368,32 @@ class AggregateContainerState:
 def aggregate_state_by_container_name(
     states: Iterable[tuple[str, AggregateContainerState]],
     config: AggregationsConfig = DEFAULT_AGGREGATIONS_CONFIG,
+    *,
+    read_only: Container[str] = (),
 ) -> dict[str, AggregateContainerState]:
     """Merge ``(container name, state)`` pairs into one new state per container name
-    (``AggregateStateByContainerName``)."""
-    result: dict[str, AggregateContainerState] = {}
+    (``AggregateStateByContainerName``).
+
+    A name in ``read_only`` that has a single state gets :meth:`AggregateContainerState.
+    merged_view` of it instead of a merged copy (the same values: merging one state into an empty
+    one copies it), for callers that only read the histograms: a VPA's pods usually share one
+    label set, so each container name usually has one state, and copying its histograms was most
+    of the cost of recommending it."""
+    grouped: dict[str, list[AggregateContainerState]] = {}
     for container_name, state in states:
-        merged = result.get(container_name)
-        if merged is None:
-            merged = result[container_name] = AggregateContainerState(config)
-        merged.merge_container_state(state)
+        group = grouped.get(container_name)
+        if group is None:
+            grouped[container_name] = [state]
+        else:
+            group.append(state)
+    result: dict[str, AggregateContainerState] = {}
+    for container_name, group in grouped.items():
+        if len(group) == 1 and container_name in read_only:
+            result[container_name] = group[0].merged_view(config)
+            continue
+        merged = result[container_name] = AggregateContainerState(config)
+        for state in group:
+            merged.merge_container_state(state)
     return result
 
 

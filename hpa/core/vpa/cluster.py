@@ -232,11 +232,17 @@ class VpaState:
             merged.merge_container_state(initial)
 
     def aggregate_state_by_container_name(
-        self, config: AggregationsConfig = DEFAULT_AGGREGATIONS_CONFIG
+        self, config: AggregationsConfig = DEFAULT_AGGREGATIONS_CONFIG, *, read_only: bool = False
     ) -> dict[str, AggregateContainerState]:
+        """``AggregateStateByContainerName`` with the checkpointed states merged in. With
+        ``read_only`` (the caller only reads the histograms) a container name with one aggregate
+        and no checkpointed state reads that aggregate's histograms instead of a copy."""
+        names = (key.container_name for key in self.aggregate_container_states)
+        initial = self.containers_initial_aggregate_state
         states = aggregate_state_by_container_name(
             ((key.container_name, state) for key, state in self.aggregate_container_states.items()),
             config,
+            read_only=frozenset(n for n in names if n not in initial) if read_only else (),
         )
         self.merge_checkpointed_state(states)
         return states

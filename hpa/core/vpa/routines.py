@@ -90,7 +90,7 @@ def process_vpa_update(
 ) -> VpaUpdate:
     """``processVPAUpdate`` up to the status write (the caller writes ``vpa``'s status when it
     differs from the observed one)."""
-    states = vpa.aggregate_state_by_container_name(cluster.config)
+    states = vpa.aggregate_state_by_container_name(cluster.config, read_only=True)
     had = vpa.has_recommendation()
     result = recommend(
         states,

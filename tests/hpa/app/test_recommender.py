@@ -69,6 +69,7 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
     assert settings.leader.resource_name == "vpa-recommender-lease"
     assert settings.leader.leader_elect is False
     assert settings.metrics_source == "api"
+    assert (settings.kube_api_qps, settings.kube_api_burst) == (50, 100)
     tuned = settings_from_args(
         parse("--recommender-interval", "30s", "--target-cpu-percentile", "0.95", "--memory-saver")
     )
@@ -83,6 +84,7 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
         (("--address", "nope"), "--address"),
         (("--target-cpu-percentile", "2"), "target_cpu_percentile"),
         (("--checkpoints-timeout", "0s"), "--checkpoints-timeout"),
+        (("--kube-api-burst", "0"), "--kube-api-burst"),
     ],
 )
 def test_bad_flags_are_one_line_errors(argv: tuple[str, ...], message: str) -> None:

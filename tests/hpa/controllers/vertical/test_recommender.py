@@ -14,14 +14,17 @@ from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, 
 from hpa.controllers.vertical.recommender import RecommenderSettings
 from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.cluster import PodId
+from hpa.kube.client import TokenBucket
 from hpa.kube.clock import format_time
 from tests.fakes.vertical import FakeHistoryProvider, FakeRecommenderApi
 from tests.hpa.controllers.vertical.harness import (
     MIB,
     NS,
     Harness,
+    deployment_json,
     hpa_json,
     pod_json,
+    replica_set_json,
     vpa_json,
 )
 
@@ -156,7 +159,7 @@ async def test_hpa_on_cpu_leaves_cpu_to_the_hpa_and_memory_recommended() -> None
     recommended = target(h.status())
     assert set(recommended) == {"cpu", "memory"}  # cpu is computed and shown
     record = h.cluster.vpas[next(iter(h.cluster.vpas))]
-    conflicts = h.recommender._conflicts(record)
+    conflicts = h.recommender._conflicts(record, {})
     applied = effective_controlled_resources(
         "app", ("cpu", "memory"), conflicts, awareness=HpaAwareness.EXCLUDE
     )
@@ -277,6 +280,50 @@ async def test_checkpoints_written_loaded_and_resume_the_same_recommendation() -
     assert restarted.status()["recommendation"] == first["recommendation"], (
         "a restart resumes from the checkpoint"
     )
+
+
+def rate_limited(settings: RecommenderSettings, *, qps: float, apps: int) -> Harness:
+    """``apps`` Deployments with one pod and a VPA each, the API writes limited to ``qps`` (burst
+    1) on a clock that moves by itself when the client waits."""
+    h = Harness(settings=settings)
+    h.clock.auto_advance = True
+    h.api.limiter = TokenBucket(qps, 1, clock=h.clock)
+    for name in (f"w{i}" for i in range(apps)):
+        h.put_controller("Deployment", deployment_json(name, app=name))
+        h.put_controller("ReplicaSet", replica_set_json(f"{name}-1", owner=name, app=name))
+        h.put_pod(pod_json(f"{name}-0", app=name, owner=f"{name}-1"))
+        target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        h.put_vpa(vpa_json(name, target=target))
+        h.feed(f"{name}-0", cpu=300, memory=400 * MIB)
+    return h
+
+
+async def test_checkpoints_rate_limited_oldest_first_until_the_timeout() -> None:
+    """The client's limit bounds a pass's checkpoint writes: written until
+    ``--checkpoints-timeout`` (on the injected clock) is over, the least recently written VPAs
+    first, so the next pass goes on with the others."""
+    h = rate_limited(
+        RecommenderSettings(checkpoints_timeout_seconds=2, min_checkpoints=1), qps=1, apps=5
+    )
+    await h.run_once()
+    first = set(h.api.saves)
+    assert len(first) == 2, "a write a second: 2 s of the timeout allow two"
+    h.api.saves.clear()
+    await h.run_once()
+    second = set(h.api.saves)
+    assert len(second) == 2
+    assert not second & first, "the never-written VPAs go first"
+    h.api.saves.clear()
+    await h.run_once()
+    assert set(h.api.saves) - first - second, "the last one, then the oldest again"
+
+
+async def test_min_checkpoints_are_written_past_the_timeout() -> None:
+    h = rate_limited(
+        RecommenderSettings(checkpoints_timeout_seconds=1, min_checkpoints=3), qps=0.1, apps=4
+    )
+    await h.run_once()
+    assert len(h.api.saves) == 3
 
 
 async def test_checkpoint_garbage_collection() -> None:

@@ -11,6 +11,7 @@ from hpa.core.vpa.aggregation import (
     DEFAULT_AGGREGATIONS_CONFIG,
     AggregateContainerState,
     ContainerState,
+    aggregate_state_by_container_name,
 )
 from hpa.core.vpa.amount import Resources
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
@@ -229,3 +230,56 @@ def test_lower_bound_le_target_le_upper_bound(
         assert target is not None
         assert upper is not None
         assert lower <= target <= upper
+
+
+def _reads(state: AggregateContainerState) -> tuple[object, ...]:
+    """Everything the estimators and the confidence read of a state."""
+    out: list[object] = [
+        state.first_sample_start_ns,
+        state.last_sample_start_ns,
+        state.total_samples_count,
+    ]
+    for h in (state.aggregate_cpu_usage, state.aggregate_memory_peaks):
+        out += [h.total_weight, h.min_bucket, h.max_bucket, h.is_empty()]
+        out += [h.percentile(p) for p in (0.0, 0.5, 0.9, 0.95, 1.0)]
+    return tuple(out)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["app", "sidecar"]),
+            st.lists(
+                st.tuples(
+                    st.integers(min_value=0, max_value=5000),  # millicores
+                    st.integers(min_value=0, max_value=8 * 24),  # hours after START
+                ),
+                max_size=20,
+            ),
+        ),
+        max_size=4,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_read_only_states_read_as_the_merged_copies(
+    aggregates: list[tuple[str, list[tuple[int, int]]]],
+) -> None:
+    """``read_only`` names get views with every value the merged copies have; building and
+    reading a view changes nothing (merging several states may rescale them, as upstream's
+    ``Merge`` does)."""
+    pairs = []
+    for name, sample_list in aggregates:
+        state = AggregateContainerState()
+        for millicores, hours in sample_list:
+            state.add_cpu_sample(START + hours * HOUR, millicores)
+            state.add_memory_sample(START + hours * HOUR, millicores * 2**20)
+        pairs.append((name, state))
+    names = [name for name, _ in pairs]
+    alone = [state for name, state in pairs if names.count(name) == 1]
+    before = [state.save_to_checkpoint(START) for state in alone]
+    viewed = aggregate_state_by_container_name(pairs, read_only={"app", "sidecar"})
+    reads = {name: _reads(state) for name, state in viewed.items()}
+    assert [state.save_to_checkpoint(START) for state in alone] == before
+    copied = aggregate_state_by_container_name(pairs)
+    assert list(viewed) == list(copied)
+    assert reads == {name: _reads(state) for name, state in copied.items()}
