@@ -1,20 +1,40 @@
-"""The session-scoped `lab` fixture for the tests that need the local lab (tests/e2e, tests/faults).
+"""The session-scoped `lab` fixture for the tests that need the local lab (tests/e2e, tests/faults),
+and the logging configuration every test starts from.
 
 One lab per test session: starting it costs tens of seconds, so tests share it and each works
 in its own namespace. When a test that used the lab fails, its report gets the tail of every
 component's log.
+
+A test that runs a command's ``main`` in-process configures logging as the command does
+(structlog and the root logger's handler); each test's configuration is undone after it, so the
+next test's captured output holds only its own lines.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from tests.lab.controlplane import WRITES_AUDIT_POLICY, ControlPlaneConfig
 from tests.lab.lab import Lab, LabConfig
 
 E2E_NODE_COUNT = 3
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    config = structlog.get_config()
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.configure(**config)
 
 
 @pytest.fixture(scope="session")

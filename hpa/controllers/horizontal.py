@@ -116,21 +116,15 @@ __all__ = [
 
 log = structlog.get_logger("hpa.controllers.horizontal")
 
-_debug_gates: dict[object, bool] = {}
-
 
 def _debug_enabled() -> bool:
     """Whether structlog's configuration passes debug events, so that the per-reconcile debug
-    line costs a dictionary lookup when it would be dropped (binding the lazy logger to find out
-    took a fortieth of a simulated reconcile). Cached per configured wrapper class:
-    ``make_filtering_bound_logger`` makes one class per level, and a reconfiguration (the CLI's
-    ``--log-level``, a test's ``capture_logs``) brings another."""
-    wrapper = structlog.get_config()["wrapper_class"]
-    enabled = _debug_gates.get(wrapper)
-    if enabled is None:
-        check = getattr(log.bind(), "is_enabled_for", None)
-        enabled = _debug_gates[wrapper] = True if check is None else bool(check(logging.DEBUG))
-    return enabled
+    line costs one lookup when it would be dropped (binding the lazy logger to find out took a
+    fortieth of a simulated reconcile). ``make_filtering_bound_logger``'s classes answer
+    ``is_enabled_for`` from their level alone; the configured class is read each time, so a
+    reconfiguration (the CLI's ``--log-level``, a test's ``capture_logs``) takes effect at once."""
+    check = getattr(structlog.get_config()["wrapper_class"], "is_enabled_for", None)
+    return True if check is None else bool(check(None, logging.DEBUG))
 
 
 UPSTREAM_METRIC_PREFIX = "horizontal_pod_autoscaler_controller_"

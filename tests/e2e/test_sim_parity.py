@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import random
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,8 +97,6 @@ BEHAVIOR: dict[str, Any] = {
 }
 """Windows and periods of 1, 3, 5 and 7 s are 2.5, 7.5, 12.5 and 17.5 syncs: every edge lies
 0.2 s from the nearest sync."""
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_RECONCILE_LINE = re.compile(r"\b(reconciled|reconcile_error)\b")
 
 
 def script(steps: int = STEPS, *, seed: int = 7) -> list[int]:
@@ -149,16 +147,20 @@ def controller_desired(log_path: Path, *, key: str) -> tuple[list[int], list[str
     desired: list[int] = []
     skipped: list[str] = []
     for raw in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = _ANSI.sub("", raw)
-        if _RECONCILE_LINE.search(line) is None or f"hpa={key}" not in line:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue  # not one of the controller's JSON log lines
+        if not isinstance(line, dict) or line.get("event") not in ("reconciled", "reconcile_error"):
             continue
-        if "unable to fetch metrics from external metrics API" in line:
-            skipped.append(line)
+        if line.get("hpa") != key:
             continue
-        found = re.search(r"\bdesired=(\d+)", line)
-        if found is None:
-            raise AssertionError(f"a reconcile line without desired=: {line!r}")
-        desired.append(int(found.group(1)))
+        if "unable to fetch metrics from external metrics API" in str(line.get("error", "")):
+            skipped.append(raw)
+            continue
+        if not isinstance(line.get("desired"), int):
+            raise AssertionError(f"a reconcile line without desired: {raw!r}")
+        desired.append(int(line["desired"]))
     return desired, skipped
 
 
@@ -271,6 +273,7 @@ def lab_run(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabR
             flags=[
                 f"--horizontal-pod-autoscaler-sync-period={round(SYNC_SECONDS * 1000)}ms",
                 "--leader-elect=false",
+                "--log-level=debug",  # one "reconciled" line per sync
             ],
         )
         lab.apply([manifest()])
