@@ -61,6 +61,7 @@ from hpa.app.leading import (
     add_leader_election_flags,
     build_elector,
     guarded,
+    role_main,
     run_role,
     run_while_leading,
 )
@@ -91,7 +92,7 @@ from hpa.kube.events import EventRecorder
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import EventHandler, Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
-from hpa.kube.logs import INPUT_ERRORS, add_log_flags
+from hpa.kube.logs import add_log_flags
 from hpa.kube.records import (
     HpaRecord,
     PodRecord,
@@ -458,10 +459,5 @@ async def _run(settings: ControllerAppSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``controller`` subcommand's handler: a mistake in the flags or the files they name
-    (kubeconfig, rule file) is one ``invalid_input`` line and exit 2."""
-    try:
-        return asyncio.run(_run(from_args(args)))
-    except INPUT_ERRORS as error:
-        log.error("invalid_input", error=str(error))
-        return 2
+    """The ``controller`` subcommand's handler (:func:`hpa.app.leading.role_main`)."""
+    return role_main(args, from_args, _run)

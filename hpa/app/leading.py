@@ -17,7 +17,7 @@ import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from aiohttp import web
@@ -27,6 +27,7 @@ from hpa.controllers.settings import duration_flag, switch_flag
 from hpa.kube.client import KubeClient
 from hpa.kube.clock import Clock
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
+from hpa.kube.logs import INPUT_ERRORS
 
 __all__ = [
     "LeaderElectionFlags",
@@ -35,6 +36,7 @@ __all__ = [
     "build_elector",
     "guarded",
     "leader_election_from_args",
+    "role_main",
     "run_role",
     "run_tasks",
     "run_while_leading",
@@ -236,6 +238,24 @@ async def run_role(
             raise
         log.info(f"{role}_stopped")
     return 1 if lost_lease else 0
+
+
+S = TypeVar("S")
+
+
+def role_main(
+    args: argparse.Namespace,
+    settings_from_args: Callable[[argparse.Namespace], S],
+    run: Callable[[S], Coroutine[Any, Any, int]],
+) -> int:
+    """A role's subcommand handler: its settings, then ``run`` until it stops. A mistake in the
+    flags or in the files they name (kubeconfig, rule file, certificates) is one
+    ``invalid_input`` line and exit 2."""
+    try:
+        return asyncio.run(run(settings_from_args(args)))
+    except INPUT_ERRORS as error:
+        log.error("invalid_input", error=str(error))
+        return 2
 
 
 async def run_tasks(jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]]) -> None:

@@ -24,7 +24,6 @@ live metrics source and the history provider are passed in by the caller (``main
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from hpa.app.leading import (
     add_leader_election_flags,
     build_elector,
     leader_election_from_args,
+    role_main,
     run_role,
     run_tasks,
     run_while_leading,
@@ -64,7 +64,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
-from hpa.kube.logs import INPUT_ERRORS, add_log_flags
+from hpa.kube.logs import add_log_flags
 from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.vpa_client import VpaClient
 from hpa.webhook.server import build_operations_app
@@ -393,10 +393,5 @@ async def _run(settings: RecommenderAppSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``vpa recommender`` subcommand's handler: a mistake in the flags or the files they
-    name (kubeconfig, rule file) is one ``invalid_input`` line and exit 2."""
-    try:
-        return asyncio.run(_run(settings_from_args(args)))
-    except INPUT_ERRORS as error:
-        log.error("invalid_input", error=str(error))
-        return 2
+    """The ``vpa recommender`` subcommand's handler (:func:`hpa.app.leading.role_main`)."""
+    return role_main(args, settings_from_args, _run)

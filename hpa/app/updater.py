@@ -24,7 +24,6 @@ false as upstream.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from hpa.app.leading import (
     add_leader_election_flags,
     build_elector,
     leader_election_from_args,
+    role_main,
     run_role,
     run_tasks,
     run_while_leading,
@@ -59,7 +59,7 @@ from hpa.kube.events import EventRecorder, ObjectReference
 from hpa.kube.fence import Fence, Unfenced
 from hpa.kube.informer import Informer
 from hpa.kube.leader import LeaderElectionSettings, LeaderElector
-from hpa.kube.logs import INPUT_ERRORS, add_log_flags
+from hpa.kube.logs import add_log_flags
 from hpa.kube.pod_actions import KubeAdmissionStatus, KubePodActions
 from hpa.kube.updater_records import NodeRecord, UpdaterPodRecord, parse_node, parse_updater_pod
 from hpa.kube.vpa_records import LimitRangeRecord, VpaRecord
@@ -423,10 +423,5 @@ async def _run(settings: UpdaterSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``vpa updater`` subcommand's handler: a mistake in the flags or the files they name
-    (kubeconfig) is one ``invalid_input`` line and exit 2."""
-    try:
-        return asyncio.run(_run(settings_from_args(args)))
-    except INPUT_ERRORS as error:
-        log.error("invalid_input", error=str(error))
-        return 2
+    """The ``vpa updater`` subcommand's handler (:func:`hpa.app.leading.role_main`)."""
+    return role_main(args, settings_from_args, _run)

@@ -22,7 +22,6 @@ Deliberate deviations: no ``--register-webhook`` self-registration; ``--hpa-awar
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,7 +33,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from hpa.app.leading import run_role, run_tasks, serve
+from hpa.app.leading import role_main, run_role, run_tasks, serve
 from hpa.app.vertical_informers import build_vertical_informers, scalers
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HpaAwareness
@@ -42,7 +41,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.leader import KubeLeaseStore, StatusLease
-from hpa.kube.logs import INPUT_ERRORS, add_log_flags
+from hpa.kube.logs import add_log_flags
 from hpa.kube.tls import ServingCertificates
 from hpa.webhook.handler import AdmissionHandler
 from hpa.webhook.matcher import InformerVpaMatcher
@@ -230,10 +229,5 @@ async def _run(settings: AdmissionSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """The ``vpa admission`` subcommand's handler: a mistake in the flags or the files they name
-    is one ``invalid_input`` line and exit 2."""
-    try:
-        return asyncio.run(_run(settings_from_args(args)))
-    except INPUT_ERRORS as error:
-        log.error("invalid_input", error=str(error))
-        return 2
+    """The ``vpa admission`` subcommand's handler (:func:`hpa.app.leading.role_main`)."""
+    return role_main(args, settings_from_args, _run)
