@@ -11,7 +11,7 @@ HPA_CACHE ?= $(HOME)/.cache/hpa
 export HPA_CACHE
 # The install stamp changes with pyproject.toml, so a second run reinstalls nothing.
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=30
 
 .PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab manifests wheel-check
 
