@@ -13,6 +13,10 @@ notice, from kube-apiserver's audit log and watches of the Deployments and HPAs:
   so only the controller's refusal to act on missing metrics prevents a scale-down: no
   scale-down during the outage, ``ScalingActive=False`` within one sync, and the scale-down comes
   once the metrics answer again (so the test could fail).
+- **Prometheus misbehaving** (``tests/faults/promfront.py`` between the adapter and Prometheus):
+  garbage JSON, partial results, NaN and +-Inf samples, stale series, 10 s answers. While the
+  metric is missing the controller sets ``ScalingActive=False`` with a ``FailedGet...`` reason and
+  never scales down; once Prometheus answers well again the replicas are right within two syncs.
 - **Leader paused past its Lease** (SIGSTOP, then SIGCONT): a successor leads within 17 s and
   scales; the paused leader makes no write after it resumes (the write fence).
 """
@@ -51,6 +55,7 @@ from tests.e2e.controller_lab import (
     start_controller,
     stop_adapter,
 )
+from tests.faults.promfront import MODES, PrometheusFront
 from tests.faults.proxy import FaultProxy
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
@@ -72,6 +77,9 @@ API_FAULT_SECONDS = 600.0 if LONG else 45.0
 OUTAGES = 20 if LONG else 2
 OUTAGE_SECONDS = 60.0 if LONG else 4 * SYNC_SECONDS
 PAUSES = 20 if LONG else 1
+MISSING_MODES = tuple(m for m in MODES if m not in ("pass", "slow"))
+PROMETHEUS_MODES = (*MISSING_MODES, "slow") * 5 if LONG else ("garbage", "nan", "stale", "slow")
+"""Each a round: Prometheus misbehaves in this way while the load falls, then answers well."""
 PAUSE_SECONDS = 15.0
 """Longer than the Lease (10 s): the paused leader is deposed while it sleeps."""
 TAKEOVER_BOUND_SECONDS = 17.0
@@ -97,6 +105,8 @@ class Scene:
     deployments: ObjectWatch
     hpas: ObjectWatch
     work: Path
+    front: PrometheusFront
+    adapter: Component
     started: list[Component] = field(default_factory=list)
     proxies: list[FaultProxy] = field(default_factory=list)
 
@@ -153,18 +163,22 @@ class Scene:
 @pytest.fixture(scope="module")
 def scene(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     lab.kubectl("create", "namespace", NAMESPACE)
+    front = PrometheusFront(lab.prometheus_url)
+    front.start()
     adapter = start_adapter(
         lab,
         tmp_path_factory.mktemp("faults-adapter"),
         rules=adapter_rules(window_seconds=5),
         relist_interval="2s",
+        # the last --prometheus-url wins: the adapter reaches Prometheus through the front
+        extra_flags=(f"--prometheus-url={front.url}",),
     )
     reader = ApiReader(lab)
     deployments = ObjectWatch(reader, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments").start()
     hpas = ObjectWatch(
         reader, f"/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers"
     ).start()
-    s = Scene(lab, reader, deployments, hpas, tmp_path_factory.mktemp("faults"))
+    s = Scene(lab, reader, deployments, hpas, tmp_path_factory.mktemp("faults"), front, adapter)
     try:
         yield s
     finally:
@@ -172,6 +186,7 @@ def scene(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]
         deployments.stop()
         hpas.stop()
         stop_adapter(lab, adapter)
+        front.stop()
         lab.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
 
 
@@ -324,6 +339,102 @@ def test_prometheus_down_while_load_falls_never_scales_down(
         )
     report(capsys, f"Prometheus outages with a 0 s scale-down window: {results}")
     assert s.alive(controller), s.failure("the controller exited")
+
+
+def _prometheus_has(lab: Lab, name: str, rps: float) -> bool:
+    samples = lab.prometheus.query(
+        f'sum(lab_workload_offered_load_rps{{namespace="{NAMESPACE}",workload="{name}"}})'
+    )
+    return bool(samples) and abs(samples[0].value - rps) < 0.01
+
+
+def test_misbehaving_prometheus_never_scales_down_on_missing_metrics(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s, lab, name, user = fresh, fresh.lab, "prom-misbehaving", "hpa-controller-misbehaving"
+    high, low = 50, 10
+    s.workload(name, rps=high, max_replicas=8)
+    controller = start_controller(
+        lab,
+        user,
+        kubeconfig=controller_kubeconfig(lab, user),
+        flags=[f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s"],
+    )
+    s.started.append(controller)
+    started_wall = dt.datetime.now(dt.UTC)
+    started = time.monotonic()
+    rounds = []
+    for mode in PROMETHEUS_MODES:
+        s.wait(lambda: s.replicas(name) == 5, what=f"{name} at 5 replicas before {mode}")
+        s.wait(
+            lambda: condition(s.hpa(name), "ScalingActive")[0] == "True",
+            what=f"ScalingActive=True before {mode}",
+        )
+        s.front.set_mode(mode)
+        lab.set_load(NAMESPACE, name, low)
+        faulted = time.monotonic()
+        inactive: float | None = None
+        if mode in MISSING_MODES:
+            s.wait(
+                lambda: condition(s.hpa(name), "ScalingActive")[0] == "False",
+                what=f"ScalingActive=False while Prometheus answers {mode}",
+                timeout_seconds=SYNC_SECONDS + SLACK_SECONDS,
+            )
+            inactive = first_time(
+                s.hpas,
+                name,
+                lambda hpa: condition(hpa, "ScalingActive")[0] == "False",
+                after=faulted,
+            )
+            time.sleep(2 * SYNC_SECONDS)  # two more syncs on missing metrics
+        else:  # slow: the answers are right, only late; the controller must keep going
+            time.sleep(s.front.slow_seconds + 2 * SYNC_SECONDS)
+        reason = condition(s.hpa(name), "ScalingActive")[1]
+        during = [n for t, n in replica_steps(s.deployments, name) if t >= faulted]
+        lab.set_load(NAMESPACE, name, high)
+        s.wait(lambda: _prometheus_has(lab, name, high), what=f"Prometheus at {high} requests/s")
+        s.front.set_mode("pass")
+        cleared = time.monotonic()
+        s.wait(
+            lambda: s.replicas(name) == 5 and condition(s.hpa(name), "ScalingActive")[0] == "True",
+            what=f"{name} right (5, ScalingActive=True) after {mode} cleared",
+            timeout_seconds=2 * SYNC_SECONDS + SLACK_SECONDS + s.front.slow_seconds,
+        )
+        rounds.append(
+            {
+                "mode": mode,
+                "inactive_after_s": None if inactive is None else round(inactive - faulted, 1),
+                "reason": reason,
+                "replicas_during": during,
+                "right_after_s": round(time.monotonic() - cleared, 1),
+            }
+        )
+        assert s.alive(controller), s.failure(f"the controller exited under {mode}")
+        assert s.alive(s.adapter), s.failure(f"the adapter exited under {mode}")
+        if mode in MISSING_MODES:
+            assert not [n for n in during if n < 5], s.failure(
+                f"scaled down while Prometheus answered {mode}: {during}"
+            )
+            assert inactive is not None, s.failure(f"never ScalingActive=False under {mode}")
+            assert inactive - faulted <= SYNC_SECONDS + SLACK_SECONDS, s.failure(
+                f"ScalingActive=False only {inactive - faulted:.1f} s into {mode}"
+            )
+            assert reason.startswith("FailedGet"), s.failure(f"ScalingActive reason {reason!r}")
+        assert time.monotonic() - cleared <= 2 * SYNC_SECONDS + SLACK_SECONDS, s.failure(
+            f"replicas right only {time.monotonic() - cleared:.1f} s after {mode} cleared"
+        )
+    lab.set_load(NAMESPACE, name, low)  # and once the answers are good, the scale-down comes
+    s.wait(lambda: s.replicas(name) == 1, what=f"{name} down to 1 with good answers")
+    time.sleep(2 * SYNC_SECONDS)  # a late second write of the last decision would land here
+    changes = [t for t, _ in replica_steps(s.deployments, name) if t >= started]
+    writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
+    accepted = [
+        w for w in _scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
+    ]
+    report(capsys, f"Prometheus misbehaving, {len(PROMETHEUS_MODES)} rounds: {rounds}")
+    assert len(accepted) == len(changes), s.failure(
+        f"{len(accepted)} accepted scale writes for {len(changes)} replica changes"
+    )
 
 
 def test_paused_leader_writes_nothing_after_it_resumes(
