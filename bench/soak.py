@@ -121,15 +121,13 @@ def short(filename: str) -> str:
     return filename
 
 
-def report_heap(
-    name: str, pid: int, directory: Path, *, warmup_seconds: float, every: float
-) -> None:
+def report_heap(name: str, pid: int, directory: Path, *, warmup_seconds: float) -> None:
     """The traced heap at each snapshot of ``pid``, its slope, and the sites that grew most."""
     paths = sorted(directory.glob(f"{pid}-*.snapshot"))
     if len(paths) < 2:
         print(f"  {name}: {len(paths)} heap snapshot(s), too few to compare")
         return
-    times = [(i + 1) * every for i in range(len(paths))]
+    times = [float(path.stem.rsplit("-", 1)[1]) for path in paths]
     sizes = []
     for path in paths:
         snapshot = tracemalloc.Snapshot.load(str(path))
@@ -254,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         if args.tracemalloc is not None:
             for name, pid in processes.items():
-                report_heap(name, pid, args.tracemalloc, warmup_seconds=warm, every=every)
+                report_heap(name, pid, args.tracemalloc, warmup_seconds=warm)
         lab.group.end(controller.name)
         proxy.stop()
         stop_adapter(lab, adapter)
