@@ -55,6 +55,7 @@ from tests.e2e.controller_lab import (
     start_controller,
     stop_adapter,
 )
+from tests.faults.informers import InformerMirror
 from tests.faults.promfront import MODES, PrometheusFront
 from tests.faults.proxy import FaultProxy
 from tests.lab.lab import Lab
@@ -77,6 +78,9 @@ API_FAULT_SECONDS = 600.0 if LONG else 45.0
 OUTAGES = 20 if LONG else 2
 OUTAGE_SECONDS = 60.0 if LONG else 4 * SYNC_SECONDS
 PAUSES = 20 if LONG else 1
+KILLS = 50 if LONG else 3
+RESTARTS = 10 if LONG else 1
+RESTART_DOWN_SECONDS = 5.0
 MISSING_MODES = tuple(m for m in MODES if m not in ("pass", "slow"))
 PROMETHEUS_MODES = (*MISSING_MODES, "slow") * 5 if LONG else ("garbage", "nan", "stale", "slow")
 """Each a round: Prometheus misbehaves in this way while the load falls, then answers well."""
@@ -437,11 +441,84 @@ def test_misbehaving_prometheus_never_scales_down_on_missing_metrics(
     )
 
 
-def test_paused_leader_writes_nothing_after_it_resumes(
+def test_apiserver_and_etcd_restarts_mid_watch(
     fresh: Scene, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    s, lab, name = fresh, fresh.lab, "paused-leader"
-    users = ("hpa-controller-p", "hpa-controller-q")
+    """kube-apiserver, then etcd, restarted under the controller's watches: after each, the HPA
+    is changed (``maxReplicas``) and the load raised; the controller must act on both (its HPA
+    watch resumed) within two syncs, and the controller's informers (run in the test) must hold
+    exactly what a fresh LIST holds."""
+    s, lab, name, user = fresh, fresh.lab, "restarts", "hpa-controller-restarts"
+    s.workload(name, rps=20, max_replicas=8)
+    controller = start_controller(
+        lab,
+        user,
+        kubeconfig=controller_kubeconfig(lab, user),
+        flags=[f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s"],
+    )
+    s.started.append(controller)
+    mirror = InformerMirror(lab.kubeconfig, namespace=NAMESPACE)
+    mirror.start()
+    try:
+        s.wait(lambda: s.replicas(name) == 2, what=f"{name} at 2 replicas before the restarts")
+        plane = lab.control_plane
+        steps = [("kube-apiserver", plane.restart_apiserver), ("etcd", plane.restart_etcd)]
+        results = []
+        for round_ in range(RESTARTS):
+            for (what, restart), (rps, cap) in zip(steps, ((50, 4), (70, 6)), strict=True):
+                restart(down_seconds=RESTART_DOWN_SECONDS)
+                back = time.monotonic()
+                lab.kubectl(
+                    "patch", "hpa", name, "-n", NAMESPACE, "--type=merge",
+                    "-p", f'{{"spec": {{"maxReplicas": {cap}}}}}',
+                )  # fmt: skip
+                lab.set_load(NAMESPACE, name, rps)
+                want = min(cap, desired(rps, max_replicas=8))
+                s.wait(
+                    lambda: s.replicas(name) == want,  # noqa: B023 - called in this round
+                    what=f"{name} at {want} after the {what} restart",
+                    timeout_seconds=2 * SYNC_SECONDS + SLACK_SECONDS + 20,
+                )
+                settled = time.monotonic() - back
+                converged = mirror.converge(s.reader, timeout_seconds=2 * SYNC_SECONDS)
+                results.append(
+                    {
+                        "restarted": what,
+                        "round": round_,
+                        "right_after_s": round(settled, 1),
+                        "informers_equal_after_s": round(converged, 1),
+                    }
+                )
+                assert s.alive(controller), s.failure(f"the controller exited ({what} restart)")
+                assert s.alive(s.adapter), s.failure(f"the adapter exited ({what} restart)")
+                assert settled <= 2 * SYNC_SECONDS + SLACK_SECONDS, s.failure(
+                    f"right only {settled:.1f} s after the {what} restart: {results}"
+                )
+                lab.set_load(NAMESPACE, name, 20)
+                lab.kubectl(
+                    "patch", "hpa", name, "-n", NAMESPACE, "--type=merge",
+                    "-p", '{"spec": {"maxReplicas": 8}}',
+                )  # fmt: skip
+                s.wait(lambda: s.replicas(name) == 2, what=f"{name} back at 2")
+    finally:
+        mirror.stop()
+    report(
+        capsys,
+        f"kube-apiserver and etcd restarted ({RESTART_DOWN_SECONDS:g} s down), "
+        f"{RESTARTS} times each: {results}",
+    )
+
+
+def _leader_faults(
+    s: Scene, capsys: pytest.CaptureFixture[str], *, fault: str, rounds_wanted: int
+) -> None:
+    """``rounds_wanted`` times: the leader is paused (SIGSTOP for ``PAUSE_SECONDS``, then SIGCONT)
+    or killed (SIGKILL); the other replica must take the Lease within 17 s and scale, and the old
+    leader must write nothing afterwards. A replica that exits (a deposed leader exits on seeing
+    the Lease lost; a killed one is gone) is restarted, as its Deployment would, and the next
+    round starts once it is a candidate again."""
+    lab, name = s.lab, f"{fault}-leader"
+    users = (f"hpa-controller-{fault}-p", f"hpa-controller-{fault}-q")
     s.workload(name, rps=20, max_replicas=8)
     flags = [f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s", *LEADER_FLAGS]
     controllers = {
@@ -455,10 +532,13 @@ def test_paused_leader_writes_nothing_after_it_resumes(
         lease = s.reader.try_get(lease_path) or {}
         return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
+    def log_text(user: str) -> str:
+        return controllers[user].log_path.read_text(errors="replace")
+
     def leader() -> str | None:
         who = holder()
-        for user, component in controllers.items():
-            text = component.log_path.read_text(errors="replace")
+        for user in controllers:
+            text = log_text(user)
             if who and "lease_acquired" in text and who in text:
                 return user
         return None
@@ -466,60 +546,94 @@ def test_paused_leader_writes_nothing_after_it_resumes(
     s.wait(lambda: leader() is not None, what="one replica to hold the Lease")
     s.wait(lambda: s.replicas(name) == 2, what="the leader to scale to 2")
     rounds = []
-    for round_ in range(PAUSES):
+    takeovers: list[float] = []
+    for round_ in range(rounds_wanted):
         during, after = (50, 30) if round_ % 2 == 0 else (20, 40)
         old = leader()
         assert old is not None
         new = next(user for user in users if user != old)
         old_identity = holder()
-        paused = time.monotonic()
-        controllers[old].process.send_signal(signal.SIGSTOP)
+        faulted_wall = dt.datetime.now(dt.UTC)
+        faulted = time.monotonic()
+        if fault == "pause":
+            controllers[old].process.send_signal(signal.SIGSTOP)
+        else:  # ended through the lab, so its exit is not taken for a crash
+            lab.group.end(old, sig=signal.SIGKILL)
         try:
             s.wait(
                 lambda: holder() not in ("", old_identity),  # noqa: B023 - called in this round
                 what="the other replica to take the Lease",
                 timeout_seconds=40,
             )
-            takeover = time.monotonic() - paused
+            takeover = time.monotonic() - faulted
+            takeovers.append(round(takeover, 1))
             lab.set_load(NAMESPACE, name, during)
             want = desired(during, max_replicas=8)
             s.wait(lambda: s.replicas(name) == want, what=f"{new} to scale to {want}")  # noqa: B023
-            remaining = PAUSE_SECONDS - (time.monotonic() - paused)
-            if remaining > 0:
+            remaining = PAUSE_SECONDS - (time.monotonic() - faulted)
+            if fault == "pause" and remaining > 0:
                 time.sleep(remaining)
         finally:
-            controllers[old].process.send_signal(signal.SIGCONT)
-        resumed_wall = dt.datetime.now(dt.UTC)
+            if fault == "pause":
+                controllers[old].process.send_signal(signal.SIGCONT)
+        resumed_wall = dt.datetime.now(dt.UTC) if fault == "pause" else faulted_wall
         resumed = time.monotonic()
         lab.set_load(NAMESPACE, name, after)
         want = desired(after, max_replicas=8)
-        s.wait(lambda: s.replicas(name) == want, what=f"{new} to scale to {want} after the resume")  # noqa: B023
-        time.sleep(3 * SYNC_SECONDS)  # the resumed replica's loops had time to try writing
+        s.wait(lambda: s.replicas(name) == want, what=f"{new} to scale to {want} after the fault")  # noqa: B023
+        if fault == "pause":
+            time.sleep(3 * SYNC_SECONDS)  # the resumed replica's loops had time to try writing
         writes = list(audit_writes(lab.control_plane.audit_log_path, users=set(users)))
         late = [w for w in writes if w.user == old and w.received >= resumed_wall]
         by_new = [w for w in writes if w.user == new and w.received >= resumed_wall]
         running = s.alive(controllers[old])
         rounds.append(
             {
-                "paused": old,
+                fault: old,
                 "takeover_s": round(takeover, 1),
-                "resumed_after_s": round(resumed - paused, 1),
+                "resumed_after_s": round(resumed - faulted, 1),
                 "late_writes": len(late),
                 "writes_by_successor": len(by_new),
-                "paused_replica": "running" if running else "exited",
+                "old_replica": "running" if running else "exited",
             }
         )
+        assert s.alive(controllers[new]), s.failure(f"{new} exited (round {round_})")
         assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(
             f"takeover after {takeover:.1f} s in round {round_}; the rounds: {rounds}"
         )
         assert not late, s.failure(
-            f"{old} wrote after it resumed (round {round_}): {[w.target for w in late]}"
+            f"{old} wrote after the {fault} (round {round_}): {[w.target for w in late]}"
         )
-        assert _scale_writes(by_new, name), s.failure(f"{new} made no scale write after the resume")
-        if not running:  # a deposed replica that exits is restarted, as its Deployment would
-            lab.group.end(old)
+        assert _scale_writes(by_new, name), s.failure(f"{new} made no scale write after the fault")
+        if not running:
+            synced = log_text(old).count("caches_synced")
+            if old in lab.group.components:
+                lab.group.end(old)
             controllers[old] = start_controller(
                 lab, old, kubeconfig=controller_kubeconfig(lab, old), flags=flags
             )
             s.started.append(controllers[old])
-    report(capsys, f"leader paused {PAUSE_SECONDS:g} s (Lease 10 s), {PAUSES} times: {rounds}")
+            s.wait(
+                lambda: log_text(old).count("caches_synced") > synced,  # noqa: B023
+                what=f"{old} restarted and a candidate",
+            )
+            time.sleep(1.0)  # its first look at the Lease (the election starts after the sync)
+    takeovers.sort()
+    report(
+        capsys,
+        f"leader {'paused' if fault == 'pause' else 'killed'} (Lease 10 s), {rounds_wanted} times: "
+        f"takeover {takeovers[0]}-{takeovers[-1]} s (median {takeovers[len(takeovers) // 2]}); "
+        f"{rounds}",
+    )
+
+
+def test_paused_leader_writes_nothing_after_it_resumes(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _leader_faults(fresh, capsys, fault="pause", rounds_wanted=PAUSES)
+
+
+def test_killed_leader_is_succeeded_within_17_s(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _leader_faults(fresh, capsys, fault="kill", rounds_wanted=KILLS)
