@@ -81,8 +81,10 @@ PAUSES = 20 if LONG else 1
 KILLS = 50 if LONG else 3
 RESTARTS = 10 if LONG else 1
 RESTART_DOWN_SECONDS = 5.0
+INFORMER_TIMEOUT_SECONDS = 30.0
+"""The informers' longest reconnect backoff (``InformerSettings.max_backoff_seconds``)."""
 MISSING_MODES = tuple(m for m in MODES if m not in ("pass", "slow"))
-PROMETHEUS_MODES = (*MISSING_MODES, "slow") * 5 if LONG else ("garbage", "nan", "stale", "slow")
+PROMETHEUS_MODES = (*MISSING_MODES, "slow") * 5 if LONG else ("garbage", "nan", "stale")
 """Each a round: Prometheus misbehaves in this way while the load falls, then answers well."""
 PAUSE_SECONDS = 15.0
 """Longer than the Lease (10 s): the paused leader is deposed while it sleeps."""
@@ -454,7 +456,13 @@ def test_apiserver_and_etcd_restarts_mid_watch(
         lab,
         user,
         kubeconfig=controller_kubeconfig(lab, user),
-        flags=[f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s"],
+        # One replica without election: a leader that cannot renew its Lease for the renew
+        # deadline (10 s; an API server restart takes longer here) exits, as kube-controller-
+        # manager does, and its Deployment restarts it; here the watches must survive instead.
+        flags=[
+            f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s",
+            "--leader-elect=false",
+        ],
     )
     s.started.append(controller)
     mirror = InformerMirror(lab.kubeconfig, namespace=NAMESPACE)
@@ -463,9 +471,10 @@ def test_apiserver_and_etcd_restarts_mid_watch(
         s.wait(lambda: s.replicas(name) == 2, what=f"{name} at 2 replicas before the restarts")
         plane = lab.control_plane
         steps = [("kube-apiserver", plane.restart_apiserver), ("etcd", plane.restart_etcd)]
+        steps = steps if LONG else steps[:1]  # etcd's restart only in the long version
         results = []
         for round_ in range(RESTARTS):
-            for (what, restart), (rps, cap) in zip(steps, ((50, 4), (70, 6)), strict=True):
+            for (what, restart), (rps, cap) in zip(steps, ((50, 4), (70, 6)), strict=False):
                 restart(down_seconds=RESTART_DOWN_SECONDS)
                 back = time.monotonic()
                 lab.kubectl(
@@ -480,7 +489,7 @@ def test_apiserver_and_etcd_restarts_mid_watch(
                     timeout_seconds=2 * SYNC_SECONDS + SLACK_SECONDS + 20,
                 )
                 settled = time.monotonic() - back
-                converged = mirror.converge(s.reader, timeout_seconds=2 * SYNC_SECONDS)
+                converged = mirror.converge(s.reader, timeout_seconds=INFORMER_TIMEOUT_SECONDS)
                 results.append(
                     {
                         "restarted": what,
