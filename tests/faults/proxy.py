@@ -257,8 +257,8 @@ class FaultProxy:
                     response.headers[key] = value
             if "Content-Encoding" in upstream.headers:
                 response.headers["Content-Encoding"] = upstream.headers["Content-Encoding"]
-            await response.prepare(request)
             try:
+                await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()
