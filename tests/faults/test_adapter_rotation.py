@@ -1,22 +1,30 @@
-"""The adapter's serving certificate rotated under load: no request fails.
+"""The adapter's certificates rotated under load: no request fails.
 
 Clients call the adapter directly as kube-apiserver does (its front-proxy client certificate and
-``X-Remote-User``), each request on a new TLS connection, at about 100 requests per second. Midway
-the certificate and key files are replaced (atomically, as a Secret volume update does) with a
-new certificate from the same CA; the adapter polls its files (``--tls-check-interval=1s``).
-Every request must succeed, and connections after the rotation must see the new certificate.
+``X-Remote-User``), each request on a new TLS connection, at about 100 requests per second.
+
+- **Serving certificate**: midway the certificate and key files are replaced (atomically, as a
+  Secret volume update does) with a new certificate from the same CA; the adapter polls its files
+  (``--tls-check-interval=1s``). Every request must succeed, and connections after the rotation
+  must see the new certificate.
+- **Client CA**: a new front-proxy CA is added to the ``requestheader-client-ca-file`` bundle of
+  the ``extension-apiserver-authentication`` ConfigMap (as a CA rotation does: old and new CA
+  side by side; kube-apiserver keeps CAs others added); the adapter re-reads the ConfigMap
+  (``--auth-config-refresh-interval=1s``). A client certificate of the new CA is refused before,
+  and after the reload half the clients present one: every request must succeed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import os
 import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +41,7 @@ from tests.e2e.controller_lab import (
 from tests.lab import aggregation
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
-from tests.lab.pki import issue_certificate
+from tests.lab.pki import FRONT_PROXY_CLIENT_NAME, create_ca, issue_certificate
 from tests.lab.process import Component
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -72,7 +80,7 @@ def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Comp
         lab,
         tmp_path_factory.mktemp("rotation-adapter"),
         rules=adapter_rules(window_seconds=5),
-        extra_flags=("--tls-check-interval=1s",),
+        extra_flags=("--tls-check-interval=1s", "--auth-config-refresh-interval=1s"),
     )
     try:
         yield component
@@ -123,6 +131,45 @@ def _rotate(lab: Lab) -> None:
     os.replace(fresh.cert_path, Path(f"{stem}.crt"))
 
 
+def _under_load(
+    host: str,
+    port: int,
+    context_for: Callable[[int, bool], ssl.SSLContext],
+    rotate: Callable[[], None],
+) -> tuple[Tally, float, float]:
+    """``WORKERS`` threads at ``RATE_PER_SECOND`` in all for ``LOAD_SECONDS``; ``rotate`` runs
+    after ``ROTATE_AFTER_SECONDS``, and 2.5 s later (two polls) the reload window ends:
+    ``context_for(worker, after_window)`` picks each request's TLS context. Returns the tally,
+    the elapsed seconds and when the rotation happened."""
+    tally = Tally()
+    rotated = threading.Event()
+    started = time.monotonic()
+    stop_at = started + LOAD_SECONDS
+    interval = WORKERS / RATE_PER_SECOND
+
+    def worker(index: int) -> None:
+        next_at = started + index * interval / WORKERS
+        while (now := time.monotonic()) < stop_at:
+            if now < next_at:
+                time.sleep(next_at - now)
+            after = rotated.is_set()
+            outcome, serial = _serial(context_for(index, after), host, port)
+            tally.add(outcome, serial, after_rotation=after)
+            next_at += interval
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(ROTATE_AFTER_SECONDS)
+    rotate()
+    rotated_at = time.monotonic() - started
+    time.sleep(2.5)  # two polls: connections from here on must see the new configuration
+    rotated.set()
+    for thread in threads:
+        thread.join(timeout=LOAD_SECONDS + 20)
+    return tally, time.monotonic() - started, rotated_at
+
+
 def test_serving_certificate_rotation_under_load_fails_no_request(
     lab: Lab, adapter: Component, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,37 +182,14 @@ def test_serving_certificate_rotation_under_load_fails_no_request(
     status, before = _serial(context, host, port)
     assert status == "200", f"the adapter answered {status} before the load"
 
-    tally = Tally()
-    rotated = threading.Event()
-    started = time.monotonic()
-    stop_at = started + LOAD_SECONDS
-    interval = WORKERS / RATE_PER_SECOND
-
-    def worker(index: int) -> None:
-        next_at = started + index * interval / WORKERS
-        while (now := time.monotonic()) < stop_at:
-            if now < next_at:
-                time.sleep(next_at - now)
-            outcome, serial = _serial(context, host, port)
-            tally.add(outcome, serial, after_rotation=rotated.is_set())
-            next_at += interval
-
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    time.sleep(ROTATE_AFTER_SECONDS)
-    _rotate(lab)
-    rotated_at = time.monotonic()
-    time.sleep(2.5)  # two polls of the files: connections from here on must see the new one
-    rotated.set()
-    for thread in threads:
-        thread.join(timeout=LOAD_SECONDS + 20)
-    elapsed = time.monotonic() - started
+    tally, elapsed, rotated_at = _under_load(
+        host, port, lambda _index, _after: context, lambda: _rotate(lab)
+    )
     total = sum(tally.outcomes.values())
     report(
         capsys,
         f"rotation under load: {total} requests in {elapsed:.1f} s ({total / elapsed:.0f}/s), "
-        f"outcomes {dict(tally.outcomes)}; rotated at +{rotated_at - started:.1f} s; "
+        f"outcomes {dict(tally.outcomes)}; rotated at +{rotated_at:.1f} s; "
         f"certificates seen after the reload window: {list(tally.serials.values())}",
     )
     assert set(tally.outcomes) == {"200"}, f"failed requests: {dict(tally.outcomes)}"
@@ -175,3 +199,57 @@ def test_serving_certificate_rotation_under_load_fails_no_request(
         "connections after the rotation still saw the old certificate"
     )
     assert len(tally.serials) == 1
+
+
+AUTH_CONFIGMAP = ("-n", "kube-system", "configmap", "extension-apiserver-authentication")
+REQUESTHEADER_CA = "requestheader-client-ca-file"
+
+
+def _set_requestheader_ca(lab: Lab, bundle: str) -> None:
+    lab.kubectl(
+        "patch", *AUTH_CONFIGMAP, "--type=merge",
+        "-p", json.dumps({"data": {REQUESTHEADER_CA: bundle}}),
+    )  # fmt: skip
+
+
+def test_client_ca_rotation_under_load_fails_no_request(
+    lab: Lab, adapter: Component, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host, port = _flag(adapter, "bind-address"), int(_flag(adapter, "secure-port"))
+    old = lab.front_proxy_tls()
+    old.check_hostname = False
+    directory = lab.work_dir / "pki" / "rotated-front-proxy"
+    directory.mkdir(exist_ok=True)
+    ca = create_ca(directory, "front-proxy-ca-2", common_name="front-proxy-ca-2")
+    client = issue_certificate(
+        ca, directory / "front-proxy-client-2", common_name=FRONT_PROXY_CLIENT_NAME, client=True
+    )
+    new = ssl.create_default_context(cafile=str(lab.pki.ca.pair.cert_path))
+    new.load_cert_chain(client.cert_path, client.key_path)
+    new.check_hostname = False
+    refused, _ = _serial(new, host, port)
+    assert refused != "200", "a client certificate of an unknown CA was accepted"
+    original = lab.kubectl_json("get", *AUTH_CONFIGMAP)["data"][REQUESTHEADER_CA]
+    bundle = original.rstrip("\n") + "\n" + ca.pair.cert_path.read_text()
+    try:
+        tally, elapsed, rotated_at = _under_load(
+            host,
+            port,
+            lambda index, after: new if after and index % 2 else old,
+            lambda: _set_requestheader_ca(lab, bundle),
+        )
+    finally:
+        _set_requestheader_ca(lab, original)
+    total = sum(tally.outcomes.values())
+    after_window = sum(tally.serials.values())
+    report(
+        capsys,
+        f"client-CA rotation under load: {total} requests in {elapsed:.1f} s "
+        f"({total / elapsed:.0f}/s), outcomes {dict(tally.outcomes)}; CA added at "
+        f"+{rotated_at:.1f} s; {after_window} requests after the reload window, half of them "
+        "with a certificate of the new CA",
+    )
+    assert refused != "200"
+    assert set(tally.outcomes) == {"200"}, f"failed requests: {dict(tally.outcomes)}"
+    assert total / elapsed >= 0.8 * RATE_PER_SECOND, f"only {total / elapsed:.0f} requests/s"
+    assert after_window > 0, "no request after the reload window"
