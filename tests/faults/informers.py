@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from hpa.kube.clock import SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.records import parse_hpa, parse_pod, parse_workload
 from tests.e2e.controller_lab import ApiReader
+from tests.faults.loopthread import LoopThread
 
 __all__ = ["InformerMirror"]
 
@@ -32,15 +32,14 @@ class InformerMirror:
     def __init__(self, kubeconfig: Path, *, namespace: str) -> None:
         self._kubeconfig = kubeconfig
         self.namespace = namespace
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._loop = LoopThread()
         self._client: KubeClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.informers: dict[str, Informer[Any]] = {}
 
     def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=60)
+        self._loop.start()
+        self._loop.run(self._start(), timeout=60)
 
     async def _start(self) -> None:
         client = await load_client(ClientSettings(kubeconfig_path=str(self._kubeconfig)))
@@ -57,11 +56,7 @@ class InformerMirror:
         )
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._loop.stop(self._stop())
 
     async def _stop(self) -> None:
         for task in self._tasks:
@@ -82,7 +77,7 @@ class InformerMirror:
 
     def differences(self, reader: ApiReader) -> list[str]:
         """Objects of ``namespace`` that differ between a store and a LIST made after it."""
-        stores = asyncio.run_coroutine_threadsafe(self._snapshot(), self._loop).result(timeout=10)
+        stores = self._loop.run(self._snapshot(), timeout=10)
         found = []
         for path, store in stores.items():
             group, _, resource = path.rpartition("/")

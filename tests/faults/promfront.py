@@ -33,6 +33,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from tests.faults.loopthread import LoopThread
 from tests.faults.proxy import HOP_BY_HOP
 
 __all__ = ["MODES", "PrometheusFront"]
@@ -80,8 +81,7 @@ class PrometheusFront:
         self.slow_seconds = slow_seconds
         self._mode = "pass"
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._loop = LoopThread()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
@@ -92,8 +92,8 @@ class PrometheusFront:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> str:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
+        self._loop.start()
+        self._loop.run(self._start())
         return self.url
 
     def set_mode(self, mode: str) -> None:
@@ -103,11 +103,7 @@ class PrometheusFront:
             self._mode = mode
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._loop.stop(self._stop())
 
     async def _start(self) -> None:
         self._session = aiohttp.ClientSession(
