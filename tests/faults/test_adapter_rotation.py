@@ -16,16 +16,10 @@ Clients call the adapter directly as kube-apiserver does (its front-proxy client
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import json
 import os
 import ssl
-import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +32,7 @@ from tests.e2e.controller_lab import (
     start_adapter,
     stop_adapter,
 )
+from tests.faults.tlsload import RATE_PER_SECOND, Request, one_request, under_load
 from tests.lab import aggregation
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
@@ -48,28 +43,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 NAMESPACE = "faults-rotation"
 WORKLOAD = "rot"
-RATE_PER_SECOND = 100
-LOAD_SECONDS = 12.0
-ROTATE_AFTER_SECONDS = 4.0
-WORKERS = 8
 PATH = (
     f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/lab_workload_offered_load_rps"
     f"?labelSelector=workload%3D{WORKLOAD}"
 )
-
-
-@dataclass
-class Tally:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    outcomes: Counter[str] = field(default_factory=Counter)
-    serials: dict[str, int] = field(default_factory=dict)
-    """certificate serial -> requests after the rotation that saw it"""
-
-    def add(self, outcome: str, serial: str | None, *, after_rotation: bool) -> None:
-        with self.lock:
-            self.outcomes[outcome] += 1
-            if after_rotation and serial is not None:
-                self.serials[serial] = self.serials.get(serial, 0) + 1
+REQUEST = Request("GET", PATH, {"X-Remote-User": "admin", "X-Remote-Group": "system:masters"})
 
 
 @pytest.fixture(scope="module")
@@ -98,24 +76,6 @@ def _flag(component: Component, name: str) -> str:
     raise AssertionError(f"{component.name} has no --{name}")
 
 
-def _serial(context: ssl.SSLContext, host: str, port: int) -> tuple[str, str | None]:
-    connection = http.client.HTTPSConnection(host, port, context=context, timeout=10)
-    try:
-        connection.request(
-            "GET", PATH, headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
-        )
-        response = connection.getresponse()
-        response.read()
-        sock = connection.sock
-        der = sock.getpeercert(binary_form=True) if isinstance(sock, ssl.SSLSocket) else None
-        serial = None if der is None else hashlib.sha256(der).hexdigest()[:16]
-        return (str(response.status), serial)
-    except (OSError, http.client.HTTPException) as error:
-        return (type(error).__name__, None)
-    finally:
-        connection.close()
-
-
 def _rotate(lab: Lab) -> None:
     """Issue a new certificate for the adapter's Service and swap both files atomically."""
     stem = lab.work_dir / "pki" / f"{ADAPTER_NAMESPACE}-{ADAPTER_NAME}"
@@ -131,45 +91,6 @@ def _rotate(lab: Lab) -> None:
     os.replace(fresh.cert_path, Path(f"{stem}.crt"))
 
 
-def _under_load(
-    host: str,
-    port: int,
-    context_for: Callable[[int, bool], ssl.SSLContext],
-    rotate: Callable[[], None],
-) -> tuple[Tally, float, float]:
-    """``WORKERS`` threads at ``RATE_PER_SECOND`` in all for ``LOAD_SECONDS``; ``rotate`` runs
-    after ``ROTATE_AFTER_SECONDS``, and 2.5 s later (two polls) the reload window ends:
-    ``context_for(worker, after_window)`` picks each request's TLS context. Returns the tally,
-    the elapsed seconds and when the rotation happened."""
-    tally = Tally()
-    rotated = threading.Event()
-    started = time.monotonic()
-    stop_at = started + LOAD_SECONDS
-    interval = WORKERS / RATE_PER_SECOND
-
-    def worker(index: int) -> None:
-        next_at = started + index * interval / WORKERS
-        while (now := time.monotonic()) < stop_at:
-            if now < next_at:
-                time.sleep(next_at - now)
-            after = rotated.is_set()
-            outcome, serial = _serial(context_for(index, after), host, port)
-            tally.add(outcome, serial, after_rotation=after)
-            next_at += interval
-
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    time.sleep(ROTATE_AFTER_SECONDS)
-    rotate()
-    rotated_at = time.monotonic() - started
-    time.sleep(2.5)  # two polls: connections from here on must see the new configuration
-    rotated.set()
-    for thread in threads:
-        thread.join(timeout=LOAD_SECONDS + 20)
-    return tally, time.monotonic() - started, rotated_at
-
-
 def test_serving_certificate_rotation_under_load_fails_no_request(
     lab: Lab, adapter: Component, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -179,11 +100,11 @@ def test_serving_certificate_rotation_under_load_fails_no_request(
     )
     context = lab.front_proxy_tls()
     context.check_hostname = False  # the certificate names the Service; we dial its address
-    status, before = _serial(context, host, port)
+    status, before = one_request(context, host, port, REQUEST)
     assert status == "200", f"the adapter answered {status} before the load"
 
-    tally, elapsed, rotated_at = _under_load(
-        host, port, lambda _index, _after: context, lambda: _rotate(lab)
+    tally, elapsed, rotated_at = under_load(
+        host, port, REQUEST, lambda _index, _after: context, lambda: _rotate(lab)
     )
     total = sum(tally.outcomes.values())
     report(
@@ -227,14 +148,15 @@ def test_client_ca_rotation_under_load_fails_no_request(
     new = ssl.create_default_context(cafile=str(lab.pki.ca.pair.cert_path))
     new.load_cert_chain(client.cert_path, client.key_path)
     new.check_hostname = False
-    refused, _ = _serial(new, host, port)
+    refused, _ = one_request(new, host, port, REQUEST)
     assert refused != "200", "a client certificate of an unknown CA was accepted"
     original = lab.kubectl_json("get", *AUTH_CONFIGMAP)["data"][REQUESTHEADER_CA]
     bundle = original.rstrip("\n") + "\n" + ca.pair.cert_path.read_text()
     try:
-        tally, elapsed, rotated_at = _under_load(
+        tally, elapsed, rotated_at = under_load(
             host,
             port,
+            REQUEST,
             lambda index, after: new if after and index % 2 else old,
             lambda: _set_requestheader_ca(lab, bundle),
         )
