@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller_lab import (
+    HPA_BINARY,
     ApiReader,
     AuditWrite,
     ObjectWatch,
@@ -58,10 +59,10 @@ from tests.e2e.controller_lab import (
 from tests.faults.informers import InformerMirror
 from tests.faults.promfront import MODES, PrometheusFront
 from tests.faults.proxy import FaultProxy
-from tests.lab.lab import Lab
+from tests.lab.lab import REPO_ROOT, Lab
 from tests.lab.load_model import WorkloadProfile
 from tests.lab.pki import issue_certificate
-from tests.lab.process import Component, LabError
+from tests.lab.process import Component, LabError, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -121,11 +122,22 @@ class Scene:
         return f"{message}\n{logs}\n{describe_hpas(self.lab, NAMESPACE)}"
 
     def wait(
-        self, check: Callable[[], bool], *, what: str, timeout_seconds: float = TIMEOUT_SECONDS
+        self,
+        check: Callable[[], bool],
+        *,
+        what: str,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+        exits_expected: bool = False,
     ) -> None:
+        """Poll ``check``; a lab component that exits fails the wait unless ``exits_expected``
+        (a deposed leader exits)."""
         try:
-            self.lab.wait_for(
-                check, what=what, timeout_seconds=timeout_seconds, interval_seconds=0.2
+            wait_until(
+                check,
+                what=what,
+                timeout_seconds=timeout_seconds,
+                group=None if exits_expected else self.lab.group,
+                interval_seconds=0.2,
             )
         except LabError as error:
             raise AssertionError(self.failure(str(error).split("\n", 1)[0])) from error
@@ -646,3 +658,84 @@ def test_killed_leader_is_succeeded_within_17_s(
     fresh: Scene, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _leader_faults(fresh, capsys, fault="kill", rounds_wanted=KILLS)
+
+
+def test_partitioned_leader_is_succeeded_and_writes_nothing_after_the_partition_heals(
+    fresh: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The leader runs in the lab's network namespace (it reaches kube-apiserver through the
+    veth pair); the namespace end of the veth goes down for ``PAUSE_SECONDS``, cutting the leader
+    off from the API server while it keeps running. The other replica (on the host) must lead
+    within 17 s and scale; after the link comes back the partitioned replica must write nothing."""
+    s, lab, name = fresh, fresh.lab, "partitioned-leader"
+    netns = lab.netns
+    assert netns is not None
+    inside, outside = "hpa-controller-partition-p", "hpa-controller-partition-q"
+    s.workload(name, rps=20, max_replicas=8)
+    flags = [f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s", *LEADER_FLAGS]
+    argv = [
+        str(HPA_BINARY),
+        "controller",
+        f"--kubeconfig={controller_kubeconfig(lab, inside)}",
+        "--port=0",
+        *flags,
+    ]
+    leader = lab.group.start(inside, netns.exec_argv(argv), cwd=REPO_ROOT)
+    s.started.append(leader)
+    s.wait(lambda: "lease_acquired" in leader.log_path.read_text(), what=f"{inside} to lead")
+    s.wait(lambda: s.replicas(name) == 2, what=f"{inside} to scale to 2")
+    other = start_controller(
+        lab, outside, kubeconfig=controller_kubeconfig(lab, outside), flags=flags
+    )
+    s.started.append(other)
+    s.wait(lambda: "caches_synced" in other.log_path.read_text(), what=f"{outside} a candidate")
+    time.sleep(1.0)  # its first look at the Lease
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hpa-controller-faults"
+
+    def holder() -> str:
+        lease = s.reader.try_get(lease_path) or {}
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+    old_identity = holder()
+    partitioned = time.monotonic()
+    netns.set_namespace_link(up=False)
+    try:
+        s.wait(
+            lambda: holder() not in ("", old_identity),
+            what=f"{outside} to take the Lease",
+            timeout_seconds=40,
+            exits_expected=True,
+        )
+        takeover = time.monotonic() - partitioned
+        lab.set_load(NAMESPACE, name, 50)
+        s.wait(lambda: s.replicas(name) == 5, what=f"{outside} to scale to 5", exits_expected=True)
+        remaining = PAUSE_SECONDS - (time.monotonic() - partitioned)
+        if remaining > 0:
+            time.sleep(remaining)
+    finally:
+        netns.set_namespace_link(up=True)
+    healed_wall = dt.datetime.now(dt.UTC)
+    lab.set_load(NAMESPACE, name, 30)
+    s.wait(
+        lambda: s.replicas(name) == 3,
+        what=f"{outside} to scale to 3 after the heal",
+        exits_expected=True,
+    )
+    time.sleep(3 * SYNC_SECONDS)  # the healed replica's loops had time to try writing
+    writes = list(audit_writes(lab.control_plane.audit_log_path, users={inside, outside}))
+    late = [w for w in writes if w.user == inside and w.received >= healed_wall]
+    by_other = [w for w in writes if w.user == outside and w.received >= healed_wall]
+    running = leader.process.poll() is None
+    if not running:  # a deposed leader exits (as its Deployment would restart it)
+        lab.group.end(inside)
+    report(
+        capsys,
+        f"leader partitioned from kube-apiserver for {PAUSE_SECONDS:g} s (Lease 10 s): takeover "
+        f"{takeover:.1f} s; {len(late)} writes from the partitioned replica after the heal, "
+        f"{len(by_other)} from the successor; the partitioned replica "
+        f"{'still running' if running else 'exited'}",
+    )
+    assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(f"takeover after {takeover:.1f} s")
+    assert not late, s.failure(f"{inside} wrote after the heal: {[w.target for w in late]}")
+    assert _scale_writes(by_other, name), s.failure(f"{outside} made no scale write")
+    assert s.alive(other), s.failure(f"{outside} exited")
