@@ -13,7 +13,8 @@ each; the leader paused (SIGSTOP past its 10 s Lease, then SIGCONT) 20 times and
 (SIGKILL) 50 times. The scenarios, their invariants and their assertions are the tests' own (one
 implementation); this script only runs them and prints the figures each test reports, and on a
 failure the assertion. ``make test`` runs the short version (the same tests: two outages, three
-Prometheus modes, one pause, two kills, one kube-apiserver restart, 45 s of API faults).
+Prometheus modes, one pause, two kills, one partition, one kube-apiserver restart, 45 s of API
+faults).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ FIGURE_PREFIXES = (
     "kube-apiserver and etcd",
     "leader paused",
     "leader killed",
+    "leader partitioned",
 )
 
 
