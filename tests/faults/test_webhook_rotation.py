@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.controller_lab import report
+from tests.e2e.vpa_admission_cases import container, pod_review
 from tests.e2e.vpa_lab import (
     LOOPBACK,
     Webhook,
@@ -34,24 +35,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 COMPONENT = "hpa-vpa-admission-rotation"
 NAMESPACE = "faults-webhook"
-REVIEW = {
-    "apiVersion": "admission.k8s.io/v1",
-    "kind": "AdmissionReview",
-    "request": {
-        "uid": "rotation",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": NAMESPACE,
-        "operation": "CREATE",
-        "userInfo": {"username": "admin"},
-        "object": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "lone", "namespace": NAMESPACE, "labels": {"app": "lone"}},
-            "spec": {"containers": [{"name": "app", "image": "app"}]},
-        },
-    },
+LONE_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "lone", "namespace": NAMESPACE, "labels": {"app": "lone"}},
+    "spec": {"containers": [container("app")]},
 }
+"""A pod no VPA matches: the webhook allows it without a patch."""
+REVIEW = pod_review(LONE_POD, "rotation")
 REQUEST = Request("POST", "/", {"Content-Type": "application/json"}, json.dumps(REVIEW).encode())
 
 
