@@ -81,7 +81,9 @@ class Webhook:
         return f"https://{LOOPBACK}:{self.port}/"
 
 
-def start_ours(lab: Lab, name: str, pair: KeyPair, *, lease_name: str) -> Webhook:
+def start_ours(
+    lab: Lab, name: str, pair: KeyPair, *, lease_name: str, extra_flags: Sequence[str] = ()
+) -> Webhook:
     """``hpa vpa admission`` with the lab's admin kubeconfig (its own status Lease name, so it
     never fights upstream's admission controller over one). Run as ``python -m hpa`` from the
     checkout, so the code under test is this tree's whatever the venv's ``hpa`` script points at."""
@@ -99,6 +101,7 @@ def start_ours(lab: Lab, name: str, pair: KeyPair, *, lease_name: str) -> Webhoo
         f"--tls-private-key={pair.key_path}",
         f"--status-lease-name={lease_name}",
         "--status-lease-namespace=kube-system",
+        *extra_flags,
     ]
     return Webhook(lab.group.start(name, argv, cwd=REPO_ROOT), port, operations)
 
