@@ -7,7 +7,6 @@ charts/hpa/ci/ (defaults, cert-manager, metrics API on, everything off, everythi
 from __future__ import annotations
 
 import base64
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from tests.delivery.chart import (
     ci_values_files,
     lint,
     load_values,
-    render,
     render_ci,
 )
 
@@ -316,7 +314,9 @@ def test_the_controller_runs_in_shadow_mode_unless_told_active() -> None:
     )
     assert active.dry_run is False
     assert "Shadow mode" in notes({})
-    assert "--controllers=*,-horizontalpodautoscaling" in notes({"controller": {"mode": "active"}})
+    assert "--controllers=*,-horizontal-pod-autoscaler-controller" in notes(
+        {"controller": {"mode": "active"}}
+    )
 
 
 def test_adapter_runs_two_replicas_with_a_pdb_and_delegated_auth_bindings() -> None:

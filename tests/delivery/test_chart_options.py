@@ -9,7 +9,7 @@ Every check renders the chart with Helm's engine over a values file of charts/hp
 from __future__ import annotations
 
 import base64
-import functools
+import json
 from typing import Any
 
 import helm_python as helm
@@ -21,7 +21,15 @@ from hpa.app import recommender as recommender_app
 from hpa.app import updater as updater_app
 from hpa.app import webhook as webhook_app
 from hpa.cli import build_parser
-from tests.delivery.chart import CHART_DIR, RELEASE_NAMESPACE, RenderedObject, load_values, render, render_ci
+from tests.delivery.chart import (
+    CHART_DIR,
+    RELEASE_NAMESPACE,
+    RenderedObject,
+    load_values,
+    render,
+    render_ci,
+)
+from tests.delivery.configref import CONFIGURATION_DOC, chart_values
 from tests.delivery.test_objects import grants
 
 VPA_COMPONENTS = ("hpa-vpa-recommender", "hpa-vpa-updater", "hpa-vpa-admission")
@@ -61,7 +69,9 @@ def test_pod_options_reach_the_pods() -> None:
     container = spec["containers"][0]
     # an existing ServiceAccount: used, not created, and the bindings name it
     assert spec["serviceAccountName"] == "platform-hpa-controller"
-    assert "hpa-controller" not in {a["metadata"]["name"] for a in of_kind(objects, "ServiceAccount")}
+    assert "hpa-controller" not in {
+        a["metadata"]["name"] for a in of_kind(objects, "ServiceAccount")
+    }
     binding = one(objects, "ClusterRoleBinding", "hpa-controller")
     assert binding["subjects"][0]["name"] == "platform-hpa-controller"
     assert {"name": "TZ", "value": "UTC"} in container["env"]
@@ -211,7 +221,9 @@ def test_generated_webhook_certificate_is_signed_for_its_service_by_the_ca_bundl
 def test_prometheus_rule_switch_and_extra_rules_reach_every_policy() -> None:
     objects = rendered("network")
     values = load_values(CHART_DIR / "ci" / "network-values.yaml")["networkPolicy"]
-    policies = [p for p in of_kind(objects, "NetworkPolicy") if p["metadata"]["name"] != "hpa-default-deny"]
+    policies = [
+        p for p in of_kind(objects, "NetworkPolicy") if p["metadata"]["name"] != "hpa-default-deny"
+    ]
     assert {p["metadata"]["name"] for p in policies} == {"hpa-controller", "hpa-adapter"}
     for policy in policies:
         text = yaml.safe_dump(policy)
@@ -268,10 +280,13 @@ def test_the_vpa_components_are_off_by_default_and_each_has_its_switch() -> None
     assert [o for o in default if "vpa" in o.name or o.kind == "CustomResourceDefinition"] == []
     vpa = rendered("vpa")
     assert {d["metadata"]["name"] for d in of_kind(vpa, "Deployment")} == set(VPA_COMPONENTS)
-    for component in ("recommender", "updater", "admission"):
-        values = {"vpa": {component: {"enabled": True}}}
-        names = {o.name for o in render(values) if o.kind == "Deployment"}
+    # one switch each: monitoring-values turns on the recommender, cert-manager-values the webhook
+    for values, component in (("monitoring", "recommender"), ("cert-manager", "admission")):
+        names = {d["metadata"]["name"] for d in of_kind(rendered(values), "Deployment")}
         assert names == {"hpa-controller", "hpa-adapter", f"hpa-vpa-{component}"}
+    only_updater = {"vpa": {"updater": {"enabled": True}}, "adapter": {"enabled": False}}
+    names = {o.name for o in render(only_updater) if o.kind == "Deployment"}
+    assert names == {"hpa-controller", "hpa-vpa-updater"}
 
 
 def test_vpa_arguments_name_the_codes_subcommands_and_leases() -> None:
@@ -327,7 +342,9 @@ def test_webhook_registration_points_at_its_service_and_fails_open() -> None:
 
 def test_the_crds_are_upstreams_kept_on_uninstall() -> None:
     upstream = [
-        d for d in yaml.safe_load_all((CHART_DIR / "files" / "vpa-v1-crd-gen.yaml").read_text()) if d
+        d
+        for d in yaml.safe_load_all((CHART_DIR / "files" / "vpa-v1-crd-gen.yaml").read_text())
+        if d
     ]
     crds = {c["metadata"]["name"]: c for c in of_kind(rendered("vpa"), "CustomResourceDefinition")}
     assert set(crds) == {
@@ -339,7 +356,7 @@ def test_the_crds_are_upstreams_kept_on_uninstall() -> None:
         assert crd["spec"] == original["spec"]
         assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
         assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == "hpa"
-    assert of_kind(render({"vpa": {"recommender": {"enabled": True}}}), "CustomResourceDefinition") == []
+    assert of_kind(rendered("monitoring"), "CustomResourceDefinition") == []  # only with crds
 
 
 # Upstream's deploy/vpa-rbac.yaml (kubernetes/autoscaler vertical-pod-autoscaler v1.8.1) per
@@ -355,7 +372,10 @@ _UPSTREAM_ACTOR = {
 _UPSTREAM_TARGET_READER = {
     ("*", "*/scale"): {"get", "watch"},
     ("", "replicationcontrollers"): {"get", "list", "watch"},
-    **{("apps", r): {"get", "list", "watch"} for r in ("daemonsets", "deployments", "replicasets", "statefulsets")},
+    **{
+        ("apps", r): {"get", "list", "watch"}
+        for r in ("daemonsets", "deployments", "replicasets", "statefulsets")
+    },
     **{("batch", r): {"get", "list", "watch"} for r in ("jobs", "cronjobs")},
 }
 UPSTREAM_VPA_RBAC: dict[str, dict[tuple[str, str], set[str]]] = {
@@ -365,7 +385,12 @@ UPSTREAM_VPA_RBAC: dict[str, dict[tuple[str, str], set[str]]] = {
         ("metrics.k8s.io", "pods"): {"get", "list"},
         ("autoscaling.k8s.io", "verticalpodautoscalers/status"): {"get", "patch"},
         ("autoscaling.k8s.io", "verticalpodautoscalercheckpoints"): {
-            "get", "list", "watch", "create", "patch", "delete"
+            "get",
+            "list",
+            "watch",
+            "create",
+            "patch",
+            "delete",
         },
     },
     "hpa-vpa-updater": {
@@ -395,9 +420,70 @@ def test_vpa_cluster_roles_stay_within_upstreams_plus_the_hpa_informer(name: str
     role = one(rendered("vpa"), "ClusterRole", name)
     upstream = UPSTREAM_VPA_RBAC[name]
     for (group, resource), verbs in grants(role["rules"]).items():
-        allowed = upstream.get((group, resource), set()) | VPA_EXTENSIONS.get((group, resource), set())
+        allowed = upstream.get((group, resource), set()) | VPA_EXTENSIONS.get(
+            (group, resource), set()
+        )
         assert verbs <= allowed, f"{name}: {group}/{resource} {sorted(verbs - allowed)}"
     binding = one(rendered("vpa"), "ClusterRoleBinding", name)
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": name, "namespace": RELEASE_NAMESPACE}
     ]
+
+
+# ------------------------------------------------------------------ schema and reference
+
+
+def _schema_at(schema: dict[str, Any], root: dict[str, Any], path: list[str]) -> dict[str, Any]:
+    for key in path:
+        if "$ref" in schema:
+            schema = root["definitions"][schema["$ref"].rsplit("/", 1)[1]]
+        properties = schema.get("properties")
+        assert properties is not None, ".".join(path)
+        assert key in properties, ".".join(path)
+        schema = properties[key]
+    return schema
+
+
+def test_every_value_is_in_the_schema_and_the_configuration_reference() -> None:
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
+    page = CONFIGURATION_DOC.read_text()
+    rows = chart_values()
+    assert len(rows) > 150
+    for key, _default, description in rows:
+        _schema_at(schema, schema, key.split("."))
+        assert f"| `{key}` |" in page, key
+        assert description, key
+    # the option groups the install guide promises, by key
+    keys = {key for key, _, _ in rows}
+    for component in ("controller", "adapter", "vpa.recommender", "vpa.updater", "vpa.admission"):
+        for option in (
+            "enabled",
+            "serviceAccount.create",
+            "serviceAccount.name",
+            "serviceAccount.annotations",
+            "env",
+            "envFrom",
+            "extraArgs",
+            "extraVolumes",
+            "extraVolumeMounts",
+            "podLabels",
+            "podAnnotations",
+            "podSecurityContext",
+            "securityContext",
+            "livenessProbe",
+            "readinessProbe",
+            "updateStrategy",
+            "priorityClassName",
+            "topologySpreadConstraints",
+            "hostNetwork",
+            "service.type",
+            "service.annotations",
+        ):
+            assert f"{component}.{option}" in keys, f"{component}.{option}"
+    assert {
+        "controller.mode",
+        "rbac.create",
+        "logging.level",
+        "logging.format",
+        "vpa.crds.enabled",
+    } <= keys

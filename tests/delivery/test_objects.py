@@ -4,7 +4,6 @@ bounds, and manifests/ drift."""
 from __future__ import annotations
 
 import copy
-import functools
 from typing import Any
 
 import kubernetes_validate
@@ -12,13 +11,10 @@ import pytest
 
 from adapter.server.requestinfo import RequestAttributes, request_attributes
 from tests.delivery.chart import (
-    CHART_DIR,
     KUBE_VERSION,
     MANIFESTS_FILE,
     RenderedObject,
     ci_values_files,
-    load_values,
-    render,
     render_ci,
     render_manifests,
 )

@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,9 @@ __all__ = ["kube"]  # the fixture of tests/test_metrics_doc.py
 Exported = dict[str, frozenset[str] | None]
 """Series name -> label names (``None``: not declared, any label accepted)."""
 
-TARGET_LABELS = frozenset({"job", "namespace", "pod", "instance", "service", "container", "endpoint"})
+TARGET_LABELS = frozenset(
+    {"job", "namespace", "pod", "instance", "service", "container", "endpoint"}
+)
 """Labels Prometheus (prometheus-operator's ServiceMonitor) adds to every scraped series."""
 EXTERNAL_METRICS = frozenset(
     {
@@ -102,7 +103,7 @@ def problems(expr: str, exported: Exported) -> list[str]:
     """What in one PromQL expression names a metric or label no component exports."""
     found: list[str] = []
     selected: dict[str, frozenset[str] | None] = {}
-    text = _LABEL_VALUES.sub(lambda m: f"{m[1]}{{{m[2]}=~\".+\"}}", expr)
+    text = _LABEL_VALUES.sub(lambda m: f'{m[1]}{{{m[2]}=~".+"}}', expr)
     for name, matchers in _SELECTOR.findall(text):
         labels = frozenset(re.findall(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)", matchers))
         if name in EXTERNAL_METRICS:
@@ -140,11 +141,11 @@ def dashboard_queries() -> list[str]:
     dashboard = json.loads(configmap["data"]["hpa.json"])
     assert dashboard == json.loads((CHART_DIR / "files" / "dashboard.json").read_text())
     queries = [
-        target["expr"]
-        for panel in dashboard["panels"]
-        for target in panel.get("targets", [])
+        target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])
     ]
-    queries += [v["query"]["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    queries += [
+        v["query"]["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"
+    ]
     return queries
 
 
@@ -154,11 +155,9 @@ def alert_rules(values: str = "full") -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def exported(
-    kube: tuple[KubeClient, CollectorRegistry], tmp_path: Path
-) -> AsyncIterator[Exported]:
+async def exported(kube: tuple[KubeClient, CollectorRegistry], tmp_path: Path) -> Exported:
     client, registry = kube
-    yield await all_exported(client, registry, tmp_path)
+    return await all_exported(client, registry, tmp_path)
 
 
 async def test_every_dashboard_query_names_metrics_the_components_export(
@@ -197,7 +196,8 @@ async def test_the_check_catches_a_misspelt_metric_and_label(exported: Exported)
         "names no metric: sum(workqueue_depth)",
         "workqueue_depth: a metric without a selector, or an unknown function",
     ]
-    grouped = 'sum by (verb) (rate(horizontal_pod_autoscaler_controller_reconciliations_total{job="c"}[5m]))'
+    reconciliations = "horizontal_pod_autoscaler_controller_reconciliations_total"
+    grouped = f'sum by (verb) (rate({reconciliations}{{job="c"}}[5m]))'
     assert problems(grouped, exported) == [
         "groups by verb, a label of none of "
         "['horizontal_pod_autoscaler_controller_reconciliations_total']"

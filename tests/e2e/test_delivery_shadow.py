@@ -147,9 +147,7 @@ def test_the_built_in_controller_scales_and_ours_writes_only_dry_run_events(
 ) -> None:
     ours, audit_log = side_by_side
     writes = [
-        w
-        for w in audit_writes(audit_log, users={OURS, BUILT_IN})
-        if w.namespace == NAMESPACE
+        w for w in audit_writes(audit_log, users={OURS, BUILT_IN}) if w.namespace == NAMESPACE
     ]
     by_ours = [w for w in writes if w.user == OURS]
     by_built_in = [w for w in writes if w.user == BUILT_IN]
