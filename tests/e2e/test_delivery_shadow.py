@@ -19,6 +19,7 @@ containers).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from tests.e2e.controller_lab import (
     component_log,
     deployment_manifest,
     hpa_manifest,
+    report,
     start_controller,
 )
 from tests.e2e.test_delivery import RBAC_KINDS, restricted_namespace, token_kubeconfig
@@ -89,7 +91,7 @@ def replicas(lab: Lab) -> int:
 @pytest.fixture(scope="module")
 def side_by_side(
     lab: Lab, restricted_namespace: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Component, Path]]:
+) -> Iterator[tuple[Component, Path, str]]:
     lab.apply([o.body for o in render({}) if o.kind in RBAC_KINDS])
     kubeconfig = token_kubeconfig(lab, "hpa-controller", tmp_path_factory.mktemp("shadow"))
     lab.kubectl("create", "namespace", NAMESPACE)
@@ -117,12 +119,14 @@ def side_by_side(
         lab, "hpa-controller-shadow", kubeconfig=kubeconfig, flags=default_controller_flags()
     )
     built_in: Component | None = None
+    start = time.monotonic()
     try:
         lab.wait_for(
             lambda: any(e["reason"] == "DryRun" for e in events(lab)),
             what="the shadow controller's DryRun event",
             timeout_seconds=30,
         )
+        dry_run_seconds = time.monotonic() - start
         built_in = lab.group.start("kcm-hpa-controller", built_in_hpa_controller_argv(lab))
         lab.wait_for(
             lambda: replicas(lab) == MIN_REPLICAS,
@@ -134,7 +138,11 @@ def side_by_side(
             what="the built-in controller's SuccessfulRescale event",
             timeout_seconds=15,
         )
-        yield ours, lab.control_plane.audit_log_path
+        timings = (
+            f"shadow: DryRun event {dry_run_seconds:.1f} s after start; the built-in controller "
+            f"scaled {time.monotonic() - start - dry_run_seconds:.1f} s after its start"
+        )
+        yield ours, lab.control_plane.audit_log_path, timings
     finally:
         if built_in is not None:
             lab.group.end(built_in.name)
@@ -143,9 +151,10 @@ def side_by_side(
 
 
 def test_the_built_in_controller_scales_and_ours_writes_only_dry_run_events(
-    lab: Lab, side_by_side: tuple[Component, Path]
+    lab: Lab, side_by_side: tuple[Component, Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ours, audit_log = side_by_side
+    ours, audit_log, timings = side_by_side
+    report(capsys, timings)
     writes = [
         w for w in audit_writes(audit_log, users={OURS, BUILT_IN}) if w.namespace == NAMESPACE
     ]
