@@ -122,6 +122,18 @@ def render_ci(name: str) -> tuple[RenderedObject, ...]:
     return tuple(render(load_values(CI_VALUES_DIR / f"{name}-values.yaml")))
 
 
+def of_kind(objects: Sequence[RenderedObject], kind: str) -> list[dict[str, Any]]:
+    """The bodies of the objects of one kind."""
+    return [o.body for o in objects if o.kind == kind]
+
+
+def one(objects: Sequence[RenderedObject], kind: str, name: str) -> dict[str, Any]:
+    """The body of the one object of ``kind`` named ``name`` (an AssertionError otherwise)."""
+    found = [o.body for o in objects if o.kind == kind and o.name == name]
+    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
+    return found[0]
+
+
 def _install_rank(kind: str) -> tuple[int, str]:
     try:
         return INSTALL_ORDER.index(kind), ""

@@ -25,8 +25,11 @@ from tests.delivery.chart import (
     ci_values_files,
     lint,
     load_values,
+    of_kind,
+    one,
     render_ci,
 )
+from tests.delivery.configref import chart_values
 
 VALUES_FILES = ci_values_files()
 VALUES_IDS = [path.name.removesuffix("-values.yaml") for path in VALUES_FILES]
@@ -42,16 +45,6 @@ INSTANCE_LABELS = (
 
 def rendered(name: str) -> tuple[RenderedObject, ...]:
     return render_ci(name)
-
-
-def of_kind(objects: tuple[RenderedObject, ...], kind: str) -> list[dict[str, Any]]:
-    return [o.body for o in objects if o.kind == kind]
-
-
-def one(objects: tuple[RenderedObject, ...], kind: str, name: str) -> dict[str, Any]:
-    found = [o.body for o in objects if o.kind == kind and o.name == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
-    return found[0]
 
 
 def test_the_checks_cover_the_values_files_the_issue_names() -> None:
@@ -92,32 +85,6 @@ def test_schema_refuses_unknown_keys_and_bad_values(values: dict[str, Any]) -> N
         chart.validate_schema(values)
 
 
-def documented_keys(text: str) -> set[str]:
-    """Dotted paths of the keys preceded by a helm-docs ``# --`` comment block."""
-    documented: set[str] = set()
-    stack: list[tuple[int, str]] = []
-    in_doc = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("# --"):
-            in_doc = True
-            continue
-        if stripped.startswith("#"):
-            continue  # a continuation of the block (or an ordinary comment)
-        if not stripped or stripped.startswith("-") or ":" not in stripped:
-            in_doc = False
-            continue
-        indent = len(line) - len(line.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        key = stripped.split(":", 1)[0].strip("'\"")
-        stack.append((indent, key))
-        if in_doc:
-            documented.add(".".join(k for _, k in stack))
-        in_doc = False
-    return documented
-
-
 def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
     paths = []
     for key, value in values.items():
@@ -131,7 +98,7 @@ def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
 
 def test_every_default_value_is_documented_for_helm_docs() -> None:
     text = (CHART_DIR / "values.yaml").read_text()
-    documented = documented_keys(text)
+    documented = {key for key, _default, _description in chart_values()}
     undocumented = [
         path
         for path in leaf_paths(yaml.safe_load(text))

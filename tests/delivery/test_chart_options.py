@@ -26,6 +26,8 @@ from tests.delivery.chart import (
     RELEASE_NAMESPACE,
     RenderedObject,
     load_values,
+    of_kind,
+    one,
     render,
     render_ci,
 )
@@ -37,16 +39,6 @@ VPA_COMPONENTS = ("hpa-vpa-recommender", "hpa-vpa-updater", "hpa-vpa-admission")
 
 def rendered(name: str) -> tuple[RenderedObject, ...]:
     return render_ci(name)
-
-
-def of_kind(objects: tuple[RenderedObject, ...], kind: str) -> list[dict[str, Any]]:
-    return [o.body for o in objects if o.kind == kind]
-
-
-def one(objects: tuple[RenderedObject, ...], kind: str, name: str) -> dict[str, Any]:
-    found = [o.body for o in objects if o.kind == kind and o.name == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
-    return found[0]
 
 
 def pod(objects: tuple[RenderedObject, ...], name: str) -> dict[str, Any]:
