@@ -41,9 +41,9 @@ def test_runtime_runs_as_the_charts_numeric_non_root_user() -> None:
     uid, gid = (int(part) for part in users[0].split(":"))
     assert uid != 0
     assert gid != 0
-    values_helpers = (CHART_DIR / "templates" / "_helpers.tpl").read_text()
-    assert f"runAsUser: {uid}" in values_helpers
-    assert f"runAsGroup: {gid}" in values_helpers
+    chart_values = (CHART_DIR / "values.yaml").read_text()  # podSecurityContext, securityContext
+    assert f"runAsUser: {uid}" in chart_values
+    assert f"runAsGroup: {gid}" in chart_values
 
 
 def test_entrypoint_is_hpa_in_exec_form_and_no_shell_runs_at_start() -> None:
