@@ -122,10 +122,11 @@ lock: ## regenerate requirements.lock (pinned runtime dependencies with hashes) 
 # minimal Debian bookworm base with python3.11, cached under $(HPA_CACHE)/image/ and keyed by its
 # package lists; the venv is installed from requirements.lock; the result is an oci-archive.
 # Needs root (mmdebstrap, chroot). `make test` builds the base only when the cache misses it.
-image-deps: ## install mmdebstrap and skopeo (Debian packages) if missing
+image-deps: ## install mmdebstrap, skopeo and binutils (Debian packages) if missing
 	@pkgs=""; \
 	command -v mmdebstrap >/dev/null || pkgs="$$pkgs mmdebstrap"; \
 	command -v skopeo >/dev/null || pkgs="$$pkgs skopeo"; \
+	command -v strip >/dev/null || pkgs="$$pkgs binutils"; \
 	if [ -n "$$pkgs" ]; then \
 	  echo "image-deps: installing$$pkgs"; \
 	  $(SUDO) apt-get update -qq; \
