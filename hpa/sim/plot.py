@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpa.core.replicas import Tolerances
 from hpa.core.spec import MetricSourceType, MetricSpec, MetricTarget
 from hpa.sim.engine import HPARun, SimulationResult
 from hpa.sim.report import SUMMARY_LABELS, run_tolerances, summary_columns
@@ -160,17 +161,20 @@ def _first_driving_metric(run: HPARun) -> DrivingMetric | None:
 
 
 def _band(
-    ax: Any,
-    target: float,
-    *,
-    down: float,
-    up: float,
-    colour: str,
-    style: Any,
-    label: str,
+    ax: Any, target: float, tolerances: Tolerances, *, colour: str, style: Any, label: str
 ) -> None:
-    ax.axhspan(target * (1 - down), target * (1 + up), color=colour, alpha=0.2, linewidth=0)
+    """The target as a line and the tolerance band around it, shaded."""
+    low, high = target * (1 - tolerances.scale_down), target * (1 + tolerances.scale_up)
+    ax.axhspan(low, high, color=colour, alpha=0.2, linewidth=0)
     ax.axhline(target, color=colour, linestyle=style, linewidth=1.0, alpha=0.9, label=label)
+
+
+def _series(
+    ax: Any, xs: Sequence[float], ys: Sequence[float], *, colour: str, style: Any, label: str
+) -> list[float]:
+    """One HPA's step line; returns its defined values (for the axis' scale)."""
+    ax.step(xs, ys, where="post", color=colour, linestyle=style, linewidth=1.3, label=label)
+    return [y for y in ys if not math.isnan(y)]
 
 
 def _key_figures(ax: Any, result: SimulationResult) -> None:
@@ -282,46 +286,21 @@ def build_figure(result: SimulationResult, *, title: str, subtitle: str = "") ->
                 label=f"{run.name} {name} {bound}" + (" (off the scale)" if off_scale else ""),
             )
         xs, ys = _steps(times, [r.utilization_percent for r in run.timeline], end=end, unit=unit)
-        util_ax.step(
-            xs, ys, where="post", color=colour, linestyle=style, linewidth=1.3, label=run.name
-        )
-        utilization.extend(y for y in ys if not math.isnan(y))
+        utilization += _series(util_ax, xs, ys, colour=colour, style=style, label=run.name)
+        band = f"(band -{tolerances.scale_down:g}/+{tolerances.scale_up:g})"
         if run.target_percent is not None:
             targets.append(run.target_percent)
-            _band(
-                util_ax,
-                run.target_percent,
-                down=tolerances.scale_down,
-                up=tolerances.scale_up,
-                colour=colour,
-                style=style,
-                label=f"{run.name} target {run.target_percent:g}% "
-                f"(band -{tolerances.scale_down:g}/+{tolerances.scale_up:g})",
-            )
+            label = f"{run.name} target {run.target_percent:g}% {band}"
+            _band(util_ax, run.target_percent, tolerances, colour=colour, style=style, label=label)
         driver = drivers[index]
         if metric_ax is not None and driver is not None:
             xs, ys = _steps(times, [r.observed for r in run.timeline], end=end, unit=unit)
-            metric_ax.step(
-                xs,
-                ys,
-                where="post",
-                color=colour,
-                linestyle=style,
-                linewidth=1.3,
-                label=f"{run.name}: {driver.name}",
-            )
-            metric_values.extend(y for y in ys if not math.isnan(y))
+            label = f"{run.name}: {driver.name}"
+            metric_values += _series(metric_ax, xs, ys, colour=colour, style=style, label=label)
             if driver.target is not None:
                 metric_values.append(driver.target)
-                _band(
-                    metric_ax,
-                    driver.target,
-                    down=tolerances.scale_down,
-                    up=tolerances.scale_up,
-                    colour=colour,
-                    style=style,
-                    label=f"{run.name} target {driver.target_type} {driver.target:g}",
-                )
+                label = f"{run.name} target {driver.target_type} {driver.target:g} {band}"
+                _band(metric_ax, driver.target, tolerances, colour=colour, style=style, label=label)
     if replicas_log:
         replicas_ax.set_yscale("log")
     else:

@@ -20,22 +20,7 @@ from hpa.sim.plot import DPI, KEY_FIGURES, build_figure, plot_result
 from hpa.sim.report import summary_columns
 from hpa.sim.scenarios import hpa_manifest
 from hpa.sim.trace import shape_trace
-
-EXTERNAL_HPA = """\
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: queue, namespace: demo}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
-  minReplicas: 2
-  maxReplicas: 12
-  metrics:
-  - type: External
-    external:
-      metric: {name: queue_messages_ready}
-      target: {type: AverageValue, averageValue: "30"}
-"""
-FAST_UP = "scaleUp:\n  policies:\n  - {type: Percent, value: 900, periodSeconds: 60}"
+from tests.hpa.sim.test_commands import EXTERNAL_HPA, FAST_UP
 
 
 def run(manifests: Sequence[str], shape: str) -> SimulationResult:
@@ -47,7 +32,7 @@ def run(manifests: Sequence[str], shape: str) -> SimulationResult:
 
 @pytest.fixture(scope="module")
 def cpu_and_queue() -> SimulationResult:
-    """Two HPAs, one on cpu and one on an External metric; a 10x load step."""
+    """Two HPAs, one on cpu and one on an External metric first (tolerance 0.05 up); a 10x step."""
     return run(
         [hpa_manifest("cpu", max_replicas=20), EXTERNAL_HPA],
         "step:base=20,peak=200,at=1m,duration=6m",
@@ -108,7 +93,7 @@ def test_target_with_its_tolerance_band_is_shaded_in_the_hpas_colour(mixed: Any)
 def test_min_and_max_replicas_are_lines_of_each_hpa(mixed: Any) -> None:
     replicas = axis(mixed, "replicas")
     assert list(line(replicas, "queue minReplicas 2").get_ydata()) == [2, 2]
-    assert list(line(replicas, "queue maxReplicas 12").get_ydata()) == [12, 12]
+    assert list(line(replicas, "queue maxReplicas 20").get_ydata()) == [20, 20]
     assert list(line(replicas, "cpu minReplicas 1").get_ydata()) == [1, 1]
     low, high = replicas.get_ylim()
     assert low <= 1  # both HPAs' bounds are on the axis
@@ -136,11 +121,13 @@ def test_the_metric_that_drove_scaling_has_a_panel_when_it_is_not_cpu(
     cpu_and_queue: SimulationResult, mixed: Any, wide: Any
 ) -> None:
     metric = axis(mixed, "metric")
-    observed = line(metric, "queue: External queue_messages_ready")
+    observed = line(metric, "queue: External sqs_queue_depth")
     queue_run = cpu_and_queue.runs[1]
     read = [r.observed for r in queue_run.timeline if r.observed is not None]
     assert max(observed.get_ydata()) == pytest.approx(max(read))
-    assert list(line(metric, "queue target AverageValue 30").get_ydata()) == [30, 30]
+    target = line(metric, "queue target AverageValue 20 (band -0.1/+0.05)")
+    assert list(target.get_ydata()) == [20, 20]
+    assert [y_span(patch) for patch in metric.patches] == [pytest.approx((18.0, 21.0))]
     assert not [artist for artist in metric.get_lines() if artist.get_label().startswith("cpu")]
     # cpu only: the utilization panel says it all, no metric panel
     assert not [ax for ax in wide.axes if ax.get_ylabel().startswith("metric")]
