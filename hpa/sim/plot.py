@@ -299,7 +299,7 @@ def build_figure(result: SimulationResult, *, title: str, subtitle: str = "") ->
             metric_values += _series(metric_ax, xs, ys, colour=colour, style=style, label=label)
             if driver.target is not None:
                 metric_values.append(driver.target)
-                label = f"{run.name} target {driver.target_type} {driver.target:g} {band}"
+                label = f"{run.name} target {driver.target_type} {driver.target:g}\n{band}"
                 _band(metric_ax, driver.target, tolerances, colour=colour, style=style, label=label)
     if replicas_log:
         replicas_ax.set_yscale("log")

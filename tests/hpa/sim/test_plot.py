@@ -125,7 +125,7 @@ def test_the_metric_that_drove_scaling_has_a_panel_when_it_is_not_cpu(
     queue_run = cpu_and_queue.runs[1]
     read = [r.observed for r in queue_run.timeline if r.observed is not None]
     assert max(observed.get_ydata()) == pytest.approx(max(read))
-    target = line(metric, "queue target AverageValue 20 (band -0.1/+0.05)")
+    target = line(metric, "queue target AverageValue 20\n(band -0.1/+0.05)")
     assert list(target.get_ydata()) == [20, 20]
     assert [y_span(patch) for patch in metric.patches] == [pytest.approx((18.0, 21.0))]
     assert not [artist for artist in metric.get_lines() if artist.get_label().startswith("cpu")]
