@@ -37,7 +37,7 @@ typecheck: venv ## mypy --strict
 imports: venv ## import-linter layer contracts
 	$(BIN)/lint-imports
 
-unit: venv system-deps ## the tests that need no lab (fast path while developing)
+unit: venv system-deps image-base ## the tests that need no lab (fast path while developing)
 	$(BIN)/pytest -m 'not e2e' $(PYTEST_ARGS)
 
 pytest: venv

@@ -22,6 +22,7 @@ from hpa import __version__
 from tests.delivery.image import ENTRYPOINT, IMAGE_USER, BuiltImage, build_image
 
 SIZE_GOAL_BYTES = 150 * 1000 * 1000
+pytestmark = pytest.mark.slow  # builds the image once per run (about a minute with the cached base)
 
 
 @dataclass(frozen=True, slots=True)
