@@ -37,13 +37,13 @@ typecheck: venv ## mypy --strict
 imports: venv ## import-linter layer contracts
 	$(BIN)/lint-imports
 
-unit: venv system-deps image-base ## the tests that need no lab (fast path while developing)
-	$(BIN)/pytest -m 'not e2e' $(PYTEST_ARGS)
+unit: venv system-deps ## the tests that need no lab (fast path while developing)
+	$(BIN)/pytest -m 'not e2e and not image' $(PYTEST_ARGS)
 
 pytest: venv
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -m 'not image' $(PYTEST_ARGS)
 
-test: venv lint typecheck imports system-deps lab-bins image-base wheel-check pytest ## install what the tests need, then run lint, types, contracts and all tests
+test: venv lint typecheck imports system-deps lab-bins wheel-check pytest ## install what the tests need, then run lint, types, contracts and all tests
 
 # The demo needs only the package and its `plot` extra: a fresh clone gets there in one small
 # install. When the full test venv is already there, nothing is installed.
@@ -136,5 +136,6 @@ image-deps: ## install mmdebstrap, skopeo and binutils (Debian packages) if miss
 image-base: venv image-deps ## build (once) the cached Debian base and download the locked wheels
 	$(BIN)/python -m tests.delivery.image --base-only
 
-image: venv image-deps ## build dist/hpa-<version>.oci.tar (load it with skopeo; docs/install.md)
+image: venv image-deps ## build dist/hpa-<version>.oci.tar and test it from its own root filesystem (docs/install.md)
 	$(BIN)/python -m tests.delivery.image
+	$(BIN)/pytest -m image tests/delivery/test_image.py

@@ -3,8 +3,9 @@ cached Debian base reused), read back by ``skopeo`` (which checks every digest),
 unpacked, and the commands run from its own root filesystem with ``chroot`` as the image's user,
 with the image's entrypoint and environment.
 
-Needs root (chroot), ``skopeo`` and the cached base (``make image-base``; ``make test`` builds it
-when missing)."""
+Needs root (chroot), ``skopeo`` and the Debian base (built once and cached). ``make image`` runs
+it after building the archive; ``make test`` leaves it out (marker ``image``): a cold base is
+minutes of package downloads."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from hpa import __version__
 from tests.delivery.image import ENTRYPOINT, IMAGE_USER, BuiltImage, build_image
 
 SIZE_GOAL_BYTES = 150 * 1000 * 1000
-pytestmark = pytest.mark.slow  # builds the image once per run (about a minute with the cached base)
+# builds the image once per run (about a minute with the cached base); run by `make image`
+pytestmark = [pytest.mark.slow, pytest.mark.image]
 
 
 @dataclass(frozen=True, slots=True)
