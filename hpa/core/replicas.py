@@ -1074,7 +1074,7 @@ def calculate_pod_requests(
     requests: dict[str, int] = {}
     for pod in pods:
         if resize_aware and pod.resizing:
-            pod = pod.applied()  # noqa: PLW2901 - the pod as the kubelet runs it
+            pod = pod.applied()  # the pod as the kubelet runs it
         use_pod_level_requests = (
             pod_level_resources_enabled and is_pod_level_requests_set(pod) and container == ""
         )

@@ -78,9 +78,7 @@ CASES = [
         "status reports memory only: cpu keeps the spec",
         _pod(
             "p",
-            ContainerInfo(
-                "app", {RESOURCE_CPU: 1000}, applied_requests_milli={RESOURCE_MEMORY: 1}
-            ),
+            ContainerInfo("app", {RESOURCE_CPU: 1000}, applied_requests_milli={RESOURCE_MEMORY: 1}),
         ),
         "",
         1000,
