@@ -43,11 +43,13 @@ Pure: the caller keeps the samples (bounded), and reads the target load from the
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from hpa.core.explain import Stage, TraceEntry, TraceValue
+from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources
+from hpa.core.vpa.recommender import RecommendedContainerResources
 
 __all__ = [
     "GROUP_AWARE_RECOMMENDER_NAME",
@@ -56,6 +58,7 @@ __all__ = [
     "GroupSample",
     "LinearFit",
     "LoadKind",
+    "apply_group_size_model",
     "group_aware_estimate",
     "weighted_percentile",
 ]
@@ -281,3 +284,62 @@ def group_aware_estimate(
     residual = weighted_percentile(residuals, ws, config.percentile)
     value = min(max(fit.at(load) + residual, fit.usage_min), fit.usage_max)
     return GroupAwareEstimate(value, True, "fit", kind, target_load, fit, residual)
+
+
+def _with(resources: Resources, resource: ResourceName, amount: int) -> Resources:
+    return replace(resources, **{resource.value: amount})
+
+
+def apply_group_size_model(
+    recommendations: Sequence[RecommendedContainerResources],
+    samples: Mapping[tuple[str, ResourceName], Sequence[GroupSample]],
+    *,
+    target_load: float | None,
+    excluded: Callable[[str, ResourceName], bool],
+    safety_margin_fraction: float = 0.15,
+    minimum: Resources = NO_RESOURCES,
+    config: GroupAwareConfig | None = None,
+) -> tuple[tuple[RecommendedContainerResources, ...], tuple[TraceEntry, ...]]:
+    """The plain model's recommendations (before policy capping: ``uncapped_target``) with each
+    resource's target replaced by the group-size estimate plus the safety margin, where the model
+    answers, at least ``minimum`` (the per-container share of the per-pod minimum, as the plain
+    model applies it); bounds are widened to hold the new target. Resources ``excluded`` (an HPA
+    scales the workload on them) and resources the plain model did not recommend are left alone.
+    The caller caps the result with the VPA's policy. ``samples`` are in the recommendation's
+    units (cpu millicores, memory bytes)."""
+    out: list[RecommendedContainerResources] = []
+    entries: list[TraceEntry] = []
+    for recommendation in recommendations:
+        name = recommendation.container_name
+        target = recommendation.uncapped_target
+        lower, upper = recommendation.lower_bound, recommendation.upper_bound
+        for resource in (ResourceName.CPU, ResourceName.MEMORY):
+            plain_target = target.get(resource)
+            if plain_target is None or excluded(name, resource):
+                continue
+            estimate = group_aware_estimate(
+                samples.get((name, resource), ()),
+                target_load=target_load,
+                plain=plain_target / (1 + safety_margin_fraction),
+                config=config,
+            )
+            entries.append(estimate.trace(f"container {name} {resource.value}"))
+            if not estimate.used_model:
+                continue
+            amount = max(
+                math.ceil(estimate.value * (1 + safety_margin_fraction)),
+                minimum.get(resource) or 0,
+            )
+            target = _with(target, resource, amount)
+            lower = _with(lower, resource, min(lower.get(resource) or amount, amount))
+            upper = _with(upper, resource, max(upper.get(resource) or amount, amount))
+        out.append(
+            replace(
+                recommendation,
+                target=target,
+                lower_bound=lower,
+                upper_bound=upper,
+                uncapped_target=target,
+            )
+        )
+    return tuple(out), tuple(entries)
