@@ -939,6 +939,28 @@ def _split(text: str) -> tuple[str, str]:
     return namespace, name
 
 
+async def _load_kube(
+    args: argparse.Namespace, *, clock: Clock, timeout_seconds: float
+) -> KubeClient:
+    """The cluster client from ``--kubeconfig``/``--context`` (a kubeconfig problem is one
+    clear message, exit 5)."""
+    try:
+        return await load_client(
+            ClientSettings(
+                kubeconfig_path=args.kubeconfig,
+                context=args.context,
+                user_agent="hpa-explain",
+                request_timeout_seconds=timeout_seconds,
+            ),
+            clock=clock,
+            retry=RetryPolicy(max_attempts=3),  # a CLI: fail within a second or so
+        )
+    except Exception as error:  # any kubeconfig problem is a clear message
+        raise ExplainError(
+            f"cannot load the cluster configuration: {error}", exit_code=EXIT_UNREACHABLE
+        ) from error
+
+
 async def _run_vpa(args: argparse.Namespace) -> tuple[str, int]:
     """``hpa explain vpa NAMESPACE/NAME`` (:mod:`hpa.app.explain_vpa`)."""
     if not args.vpa:
@@ -948,18 +970,7 @@ async def _run_vpa(args: argparse.Namespace) -> tuple[str, int]:
         config = explain_vpa.recommendation_config_from_args(args)
     except ValueError as error:
         raise ExplainError(str(error), exit_code=2) from error
-    try:
-        kube = await load_client(
-            ClientSettings(
-                kubeconfig_path=args.kubeconfig, context=args.context, user_agent="hpa-explain"
-            ),
-            clock=SystemClock(),
-            retry=RetryPolicy(max_attempts=3),
-        )
-    except Exception as error:  # any kubeconfig problem is a clear message
-        raise ExplainError(
-            f"cannot load the cluster configuration: {error}", exit_code=EXIT_UNREACHABLE
-        ) from error
+    kube = await _load_kube(args, clock=SystemClock(), timeout_seconds=15.0)
     try:
         report = await explain_vpa.explain_vpa(kube, namespace, name, config=config)
     except ApiError as error:
@@ -998,21 +1009,9 @@ async def _run(args: argparse.Namespace) -> tuple[str, int]:
         )
     clock = SystemClock()
     try:
-        try:
-            kube = await load_client(
-                ClientSettings(
-                    kubeconfig_path=args.kubeconfig,
-                    context=args.context,
-                    user_agent="hpa-explain",
-                    request_timeout_seconds=settings.metric_timeout_seconds + 5,
-                ),
-                clock=clock,
-                retry=RetryPolicy(max_attempts=3),  # a CLI: fail within a second or so
-            )
-        except Exception as error:  # any kubeconfig problem is a clear message
-            raise ExplainError(
-                f"cannot load the cluster configuration: {error}", exit_code=EXIT_UNREACHABLE
-            ) from error
+        kube = await _load_kube(
+            args, clock=clock, timeout_seconds=settings.metric_timeout_seconds + 5
+        )
         try:
             report = await explain_hpa(
                 kube,

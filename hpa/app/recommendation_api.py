@@ -27,13 +27,13 @@ import structlog
 from aiohttp import web
 
 from adapter.server import discovery, status
-from adapter.server.authn import Authenticator, Credentials, UserInfo
-from adapter.server.authz import AuthorizationError, Authorizer
+from adapter.server.app import peer_certificate
+from adapter.server.authn import Authenticator, Credentials
+from adapter.server.authz import Authorizer, require_authorized
 from adapter.server.requestinfo import (
     RequestAttributes,
     RequestInfo,
     RequestPathError,
-    forbidden_message,
     parse_request,
 )
 from adapter.server.settings import DEFAULT_ALWAYS_ALLOW_GROUPS, DEFAULT_ALWAYS_ALLOW_PATHS
@@ -90,13 +90,6 @@ def _json(body: Any, *, status_code: int = 200) -> web.Response:
     )
 
 
-def _peer_certificate(request: web.Request) -> bytes | None:
-    transport = request.transport
-    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-    return der or None
-
-
 def _attributes(method: str, raw_path: str, query: Any) -> RequestInfo:
     """The request's parse, a POST read as ``create`` (upstream's ``NewRequestInfo``)."""
     info = parse_request(method, raw_path, query=query)
@@ -104,23 +97,6 @@ def _attributes(method: str, raw_path: str, query: Any) -> RequestInfo:
     if attributes.is_resource_request and method == "POST":
         return replace(info, attributes=replace(attributes, verb="create"))
     return info
-
-
-async def _authorize(api: RecommendationApi, user: UserInfo, attributes: RequestAttributes) -> None:
-    if any(group in api.always_allow_groups for group in user.groups):
-        return
-    try:
-        decision = await api.authorizer.authorize(user, attributes)
-    except AuthorizationError as error:
-        raise status.internal_error(f"authorization failed: {error}") from error
-    if not decision.allowed:
-        raise status.forbidden(
-            forbidden_message(user.name, attributes),
-            resource=attributes.resource,
-            group=attributes.api_group,
-            name=attributes.name,
-            reason=decision.reason,
-        )
 
 
 def build_recommendation_app(api: RecommendationApi) -> web.Application:
@@ -134,11 +110,16 @@ def build_recommendation_app(api: RecommendationApi) -> web.Application:
             info = _attributes(request.method, request.rel_url.raw_path, request.query)
             request[INFO] = info
             if info.attributes.path not in api.always_allow_paths:
-                credentials = Credentials(request.headers, _peer_certificate(request))
+                credentials = Credentials(request.headers, peer_certificate(request))
                 user = await api.authenticator.authenticate(credentials)
                 if user is None:
                     raise status.unauthorized()
-                await _authorize(api, user, info.attributes)
+                await require_authorized(
+                    api.authorizer,
+                    user,
+                    info.attributes,
+                    always_allow_groups=api.always_allow_groups,
+                )
             return await handler(request)
         except RequestPathError as error:
             return status.status_response(status.bad_request(str(error)))
