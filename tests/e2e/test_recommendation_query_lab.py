@@ -13,7 +13,6 @@ the test (no recommender runs).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import pytest
 import yaml
 
 from tests.e2e.controller_lab import deployment_manifest, free_port
-from tests.e2e.vpa_lab import install_vpa_crds
+from tests.e2e.vpa_lab import install_vpa_crds, write_recommendation
 from tests.lab import aggregation
 from tests.lab.lab import REPO_ROOT, Lab
 from tests.lab.pki import issue_certificate, write_kubeconfig
@@ -99,22 +98,6 @@ def _vpa(name: str) -> dict[str, Any]:
     }
 
 
-def _recommend(lab: Lab, name: str, target: dict[str, str]) -> None:
-    entry = {"containerName": "app", "target": target, "lowerBound": target, "upperBound": target}
-    status = {"status": {"recommendation": {"containerRecommendations": [entry]}}}
-    lab.kubectl(
-        "patch",
-        "verticalpodautoscaler",
-        name,
-        "-n",
-        NAMESPACE,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-    )
-
-
 def _query_file(lab: Lab, pod: dict[str, Any]) -> Path:
     path = lab.work_dir / "recommendation-query.yaml"
     document = {
@@ -130,7 +113,7 @@ def _query_file(lab: Lab, pod: dict[str, Any]) -> Path:
 def test_kubectl_create_returns_the_recommendation_and_403_without_rbac(served: Lab) -> None:
     lab, name = served, "web"
     lab.apply([deployment_manifest(name, NAMESPACE, replicas=1), _vpa(name)])
-    _recommend(lab, name, {"cpu": "500m", "memory": "300Mi"})
+    write_recommendation(lab, NAMESPACE, name, {"cpu": "500m", "memory": "300Mi"})
 
     def pods() -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = lab.kubectl_json(
