@@ -56,6 +56,30 @@ def write_vpa_statuses(lab: Lab, vpas: Sequence[Vpa]) -> None:
         )
 
 
+def write_recommendation(
+    lab: Lab, namespace: str, name: str, target: dict[str, str], *, container: str = "app"
+) -> None:
+    """One container's recommendation (target = both bounds) into a VPA's ``status``."""
+    entry = {
+        "containerName": container,
+        "target": target,
+        "lowerBound": target,
+        "upperBound": target,
+    }
+    status = {"status": {"recommendation": {"containerRecommendations": [entry]}}}
+    lab.kubectl(
+        "patch",
+        "verticalpodautoscaler",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+
+
 def loopback_certificate(lab: Lab, name: str) -> KeyPair:
     """A serving certificate of the lab's CA for 127.0.0.1 (kube-apiserver and the tests)."""
     return issue_certificate(
