@@ -39,6 +39,7 @@ from adapter.rules import RuleConfig, load_rules
 from adapter.server.app import Server, build_app
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
+from adapter.server.checkconfig import add_check_config_command
 from adapter.server.explain import explain
 from adapter.server.pods import (
     ApiObjectNameLister,
@@ -245,6 +246,9 @@ async def _serve(
         check_interval_seconds=settings.config_check_interval_seconds,
         before_load=mapper.regenerate,
     )
+    # The file's own mistakes are reported before the cluster is asked (upstream loads the
+    # config before it builds its RESTMapper).
+    load_rules(settings.config.read_text(), source=str(settings.config))
     await initial_discovery(mapper)
     metrics.load_initial()
     authenticator = DelegatingAuthenticator(
@@ -386,6 +390,9 @@ def add_command(commands: Any) -> None:
         "adapter",
         help="serve the custom, external and resource metrics APIs from Prometheus",
         description="A prometheus-adapter compatible metrics API server (upstream flag names).",
+        # `check-config --prometheus` must reach the subcommand, not be read as an
+        # abbreviation of the server's --prometheus-* flags.
+        allow_abbrev=False,
     )
     add_flags(parser)
     parser.set_defaults(handler=main)
@@ -399,6 +406,7 @@ def add_command(commands: Any) -> None:
     )
     add_flags(explainer)
     explainer.set_defaults(handler=main_explain)
+    add_check_config_command(sub)
 
 
 GC_YOUNG_THRESHOLD = 10_000
