@@ -115,7 +115,11 @@ def _cases() -> dict[str, Case]:
             "/nonexistent-rules.yaml", "adapter", "check-config", "/nonexistent-rules.yaml"
         ),
         "adapter-check-config-bad-max-age": c(
-            "9parsecs", "adapter", "check-config", "{d}/good-rules.yaml", "--metrics-max-age",
+            "9parsecs",
+            "adapter",
+            "check-config",
+            "{d}/good-rules.yaml",
+            "--metrics-max-age",
             "9parsecs",
         ),
         "adapter-check-config-empty-configmap": c(

@@ -568,8 +568,8 @@ def check_rule_file(text: str, *, source: str) -> RuleFileCheck:
     except RuleConfigError as error:
         return RuleFileCheck(None, (error,), ())
     if not isinstance(tree, Mapping):
-        error = RuleConfigError("the rule file must be a YAML mapping", source=source)
-        return RuleFileCheck(None, (error,), warnings)
+        not_mapping = RuleConfigError("the rule file must be a YAML mapping", source=source)
+        return RuleFileCheck(None, (not_mapping,), warnings)
     try:
         config = RuleConfig.model_validate(tree)
     except ValidationError as exc:

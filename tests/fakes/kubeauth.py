@@ -1,8 +1,9 @@
 """A fake of the Kubernetes API parts a delegated API server calls, over real HTTP.
 
 Serves discovery (``/api``, ``/apis``, ``/api/v1``, ``/apis/apps/v1``: the core kinds and
-Deployments, what the adapter's REST mapper reads at start), ``GET /api/v1/pods`` and ``/api/v1/nodes`` (a list from a table; a watch that stays open
-without events), ``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
+Deployments, what the adapter's REST mapper reads at start), ``GET /api/v1/pods`` and
+``/api/v1/nodes`` (a list from a table; a watch that stays open without events),
+``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
 ``POST /apis/authorization.k8s.io/v1/subjectaccessreviews`` (from a rule the test sets, or a
 scripted failure) and ``GET /api/v1/namespaces/kube-system/configmaps/
 extension-apiserver-authentication`` (from a data dict), recording every request body so tests

@@ -158,7 +158,7 @@ def test_with_prometheus_each_rule_lists_its_metrics_and_a_sample_query(tmp_path
     ), lines
     first = lines.index(
         f"{source}: rules[0] (seriesQuery "
-        "'{__name__=~\"^http_requests_.*\",namespace!=\"\",pod!=\"\"}'): "
+        '\'{__name__=~"^http_requests_.*",namespace!="",pod!=""}\'): '
         "1 series, 1 after the filters"
     )
     assert lines[first + 1 : first + 3] == [

@@ -136,7 +136,7 @@ async def test_a_custom_resource_resolves_once_discovery_lists_it() -> None:
     with pytest.raises(RuleConfigError) as missing:
         namers_from_config(rules, mapper, source="brands.yaml")
     assert str(missing.value) == (
-        "brands.yaml: rules[0] (seriesQuery 'cheese_sold{namespace!=\"\",brand!=\"\"}'): "
+        'brands.yaml: rules[0] (seriesQuery \'cheese_sold{namespace!="",brand!=""}\'): '
         "resources.overrides.brand: unable to normalize group-resource brand.cheese.io: "
         "no matches for brand.cheese.io"
     )
@@ -260,9 +260,7 @@ def _brand_answer(query: str) -> list[FakeSample]:
 async def test_custom_resource_metrics_name_the_discovered_kind_and_list_its_objects() -> None:
     api = FakeDiscovery()
     api.install_brands()
-    api.objects["/apis/cheese.io/v1/namespaces/shop/brands"] = [
-        {"metadata": {"name": "gouda"}}
-    ]
+    api.objects["/apis/cheese.io/v1/namespaces/shop/brands"] = [{"metadata": {"name": "gouda"}}]
     mapper = _mapper(api)
     await mapper.regenerate()
     async with (
