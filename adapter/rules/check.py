@@ -29,7 +29,7 @@ from adapter.rules.mapper import (
     UnknownResourceError,
     guess_plural,
 )
-from adapter.rules.naming import MetricNamer, resource_converter_for
+from adapter.rules.naming import MetricNamer, namer_for_rule
 from adapter.rules.resource import ResourceQueries
 
 _USES_MATCHERS = re.compile(r"\.(LabelMatchers|LabelValuesByName)\b")
@@ -106,17 +106,11 @@ def _namers(
     errors: list[RuleConfigError] = []
     for index, rule in enumerate(rules):
         try:
-            converter = resource_converter_for(
-                rule.resources,
-                mapper,
-                source=source,
-                rule=rule_label(kind, index, rule.series_query),
-                field_prefix="",
+            namers.append(
+                (index, namer_for_rule(rule, mapper, kind=kind, index=index, source=source))
             )
         except RuleConfigError as error:
             errors.append(error)
-            continue
-        namers.append((index, MetricNamer(rule, converter)))
     return namers, errors
 
 
