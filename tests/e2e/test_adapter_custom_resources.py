@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.adapter.server.test_restmapper import BRAND_RULES
 from tests.commands import command_env
 from tests.e2e.controller_lab import ADAPTER_RULES, HPA_BINARY, start_adapter, stop_adapter
 from tests.e2e.prometheus_adapter_pair import put_series, wait_for_series
@@ -29,15 +30,7 @@ from tests.lab.process import Component
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "e2e-cheese"
-RULES = """\
-rules:
-- seriesQuery: 'cheese_sold{namespace!="",brand!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-      brand: {group: cheese.io, resource: brand}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-"""
+RULES = BRAND_RULES
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
