@@ -152,8 +152,8 @@ def build_providers(
 
 __all__ = [
     "CUSTOM_V1BETA1",
-    "DEFAULT_BATCH_MAX_AGE_SECONDS",
     "CUSTOM_V1BETA2",
+    "DEFAULT_BATCH_MAX_AGE_SECONDS",
     "EXTERNAL_V1BETA1",
     "BatchSettings",
     "Batcher",

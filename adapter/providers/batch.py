@@ -121,9 +121,9 @@ class BatchPlan:
     namespace: str | None
 
 
-def index_answer(plan: BatchPlan, samples: tuple[Sample, ...]) -> tuple[
-    dict[str, dict[str, Sample]], dict[str, dict[str, Freshness]] | None
-]:
+def index_answer(
+    plan: BatchPlan, samples: tuple[Sample, ...]
+) -> tuple[dict[str, dict[str, Sample]], dict[str, dict[str, Freshness]] | None]:
     """The samples of one answer by namespace then object name (probe samples apart)."""
     values: dict[str, dict[str, Sample]] = {}
     freshness: dict[str, dict[str, Freshness]] | None = {} if plan.probed else None

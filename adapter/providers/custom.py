@@ -57,10 +57,10 @@ from adapter.providers.errors import (
     ProviderError,
 )
 from adapter.providers.evaluation import (
+    OBJECT_PROBE,
     PART_LABEL,
     PROBE_PART,
     VALUE_PART,
-    OBJECT_PROBE,
     Freshness,
     freshness_by_name,
     freshness_of,

@@ -143,7 +143,9 @@ async def run_instant(
 ) -> InstantResult:
     """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors."""
     try:
-        return await querier.query(query, time_seconds=time_seconds, timeout_seconds=timeout_seconds)
+        return await querier.query(
+            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds
+        )
     except PrometheusTimeoutError as exc:
         log.warning("metrics_query_failed", query=query, error=exc.message)
         raise MetricFetchTimeoutError(

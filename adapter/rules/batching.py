@@ -46,9 +46,7 @@ from adapter.rules.selector import (
     render_query_part,
 )
 
-BATCH_AGGREGATIONS = frozenset(
-    {"sum", "avg", "min", "max", "count", "group", "stddev", "stdvar"}
-)
+BATCH_AGGREGATIONS = frozenset({"sum", "avg", "min", "max", "count", "group", "stddev", "stdvar"})
 OTHER_AGGREGATIONS = frozenset(
     {"topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio"}
 )
@@ -97,7 +95,7 @@ _TOKEN = re.compile(
 _IDENT = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
-class _Unlexable(ValueError):
+class _UnreadableError(ValueError):
     pass
 
 
@@ -107,7 +105,7 @@ def _tokens(text: str) -> list[str]:
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None:
-            raise _Unlexable(f"cannot read {text[position : position + 20]!r}")
+            raise _UnreadableError(f"cannot read {text[position : position + 20]!r}")
         position = match.end()
         kind = match.lastgroup
         if kind in ("space", "comment"):
@@ -136,7 +134,7 @@ def _closing(tokens: Sequence[str], start: int) -> int:
             depth -= 1
             if depth == 0:
                 return index
-    raise _Unlexable(f"unbalanced {opening!r}")
+    raise _UnreadableError(f"unbalanced {opening!r}")
 
 
 def _by_clause(tokens: Sequence[str], at: int) -> tuple[bool, int]:
@@ -171,57 +169,57 @@ def batchability(template: GoTemplate) -> Batchability:
         )
         tokens = _tokens(rendered)
         return _judge_tokens(tokens)
-    except (RuleEvaluationError, _Unlexable) as exc:
+    except (RuleEvaluationError, _UnreadableError) as exc:
         return Batchability(False, f"the query cannot be read: {exc}")
 
 
 def _judge_tokens(tokens: Sequence[str]) -> Batchability:
-    aggregated: list[tuple[int, int]] = []  # (first, last) token of each aggregation's argument
+    aggregated: list[tuple[int, int]] = []  # (first, last) word of each aggregation's argument
     grouped = 0
     index = 0
     while index < len(tokens):
-        token = tokens[index]
-        if token in MIXING:
-            return Batchability(False, f"the query uses {token!r}, which mixes objects")
-        if token in OTHER_AGGREGATIONS:
-            return Batchability(False, f"the aggregation {token!r} is not batched")
-        if token == "{":
+        word = tokens[index]
+        if word in MIXING:
+            return Batchability(False, f"the query uses {word!r}, which mixes objects")
+        if word in OTHER_AGGREGATIONS:
+            return Batchability(False, f"the aggregation {word!r} is not batched")
+        if word == "{":
             end = _closing(tokens, index)
             if _MATCHERS not in tokens[index:end]:
                 return Batchability(False, "a series selector without .LabelMatchers")
             index = end + 1
             continue
-        if token == "[":  # a range or subquery duration
+        if word == "[":  # a range or subquery duration
             index = _closing(tokens, index) + 1
             continue
-        if token == "by" and index + 1 < len(tokens) and tokens[index + 1] == "(":
+        if word == "by" and index + 1 < len(tokens) and tokens[index + 1] == "(":
             index = _closing(tokens, index + 1) + 1
             continue
         if (
-            _IDENT.fullmatch(token)
-            and token not in KEYWORDS
-            and token not in BATCH_AGGREGATIONS
+            _IDENT.fullmatch(word)
+            and word not in KEYWORDS
+            and word not in BATCH_AGGREGATIONS
             and (index + 1 == len(tokens) or tokens[index + 1] not in ("(", "{"))
         ):
-            return Batchability(False, f"the series selector {token!r} without .LabelMatchers")
-        if token in BATCH_AGGREGATIONS and index + 1 < len(tokens):
+            return Batchability(False, f"the series selector {word!r} without .LabelMatchers")
+        if word in BATCH_AGGREGATIONS and index + 1 < len(tokens):
             prefix, after = _by_clause(tokens, index + 1)
             if after < len(tokens) and tokens[after] == "(":
                 end = _closing(tokens, after)
                 postfix, _ = _by_clause(tokens, end + 1)
                 if not (prefix or postfix):
-                    return Batchability(False, f"{token!r} without 'by (<<.GroupBy>>)' alone")
+                    return Batchability(False, f"{word!r} without 'by (<<.GroupBy>>)' alone")
                 if prefix and postfix:
-                    return Batchability(False, f"{token!r} with two 'by' clauses")
+                    return Batchability(False, f"{word!r} with two 'by' clauses")
                 aggregated.append((after, end))
                 grouped += 1
         index += 1
-    group_uses = sum(1 for token in tokens if token == _GROUP)
+    group_uses = sum(1 for word in tokens if word == _GROUP)
     if group_uses != grouped:
         return Batchability(False, ".GroupBy is used outside 'by (<<.GroupBy>>)'")
     if "by" in tokens and tokens.count("by") != grouped:
         return Batchability(False, "a 'by' clause other than 'by (<<.GroupBy>>)'")
-    matcher_positions = [index for index, token in enumerate(tokens) if token == _MATCHERS]
+    matcher_positions = [index for index, word in enumerate(tokens) if word == _MATCHERS]
     if not matcher_positions:
         return Batchability(False, "the query does not use .LabelMatchers")
     for position in matcher_positions:

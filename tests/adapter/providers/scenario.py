@@ -98,7 +98,11 @@ class Tables:
             return tagged(self.respond(value), "value") + tagged(self.respond(probe), "probe")
         if query.startswith("max by"):
             return [
-                FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), timestamp_seconds=EVAL_SECONDS)
+                FakeSample(
+                    {"namespace": "ns1", "pod": pod},
+                    repr(EVAL_SECONDS - age),
+                    timestamp_seconds=EVAL_SECONDS,
+                )
                 for pod, age in self.ages.items()
             ]
         if query.startswith("max(timestamp"):
@@ -113,7 +117,9 @@ class Tables:
             ]
         if "queue_messages_ready" in query:
             return [FakeSample({"queue": queue}, value) for queue, value in self.external.items()]
-        return [FakeSample({"pod": pod}, value) for pod, value in self.values.items()]
+        return [
+            FakeSample({"namespace": "ns1", "pod": pod}, value) for pod, value in self.values.items()
+        ]
 
 
 @dataclass(kw_only=True)

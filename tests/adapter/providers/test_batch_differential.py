@@ -285,7 +285,13 @@ def _random_request(chooser: random.Random) -> dict[str, object]:
         info = custom_metric_request(
             namespace=None, resource="nodes", name=node, metric="node_temperature_celsius"
         ).info
-        return {"info": info, "namespace": None, "name": node, "selector": "", "metric_selector": ""}
+        return {
+            "info": info,
+            "namespace": None,
+            "name": node,
+            "selector": "",
+            "metric_selector": "",
+        }
     namespace = chooser.choice(NAMESPACES)
     metric = chooser.choice(METRICS)
     by_name = chooser.random() < 0.5

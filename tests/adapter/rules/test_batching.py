@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (queries stay on one line, as users write them)
 """The batchability rule and the batched query, with prometheus-adapter's own configs as cases."""
 
 from __future__ import annotations
@@ -78,7 +79,10 @@ def test_deploy_config_map_resource_rules_batch() -> None:
             "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>) / sum(kube_pod_info) by (<<.GroupBy>>)",
             "'kube_pod_info' without .LabelMatchers",
         ),
-        ("sum(<<.Series>>{<<.LabelMatchers>>} * on (pod) kube_pod_info) by (<<.GroupBy>>)", "mixes"),
+        (
+            "sum(<<.Series>>{<<.LabelMatchers>>} * on (pod) kube_pod_info) by (<<.GroupBy>>)",
+            "mixes",
+        ),
         ("sum(<<.Series>>{<<.LabelMatchers>>} > bool 1) by (<<.GroupBy>>, x)", "without 'by"),
         ("topk by (<<.GroupBy>>) (1, <<.Series>>{<<.LabelMatchers>>})", "not batched"),
         (
