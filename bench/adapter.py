@@ -444,6 +444,8 @@ class LoadPath:
     request: bytes
     item_marker: bytes
     items: int
+    requests: tuple[bytes, ...] = ()
+    """When set, the requests to send in turn instead of ``request`` (``--fleet``)."""
 
 
 def http_request(host: str, port: int, target: str, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -497,7 +499,7 @@ async def open_loop(
 
         return done
 
-    async def send_on_new_connection(scheduled: float) -> None:
+    async def send_on_new_connection(scheduled: float, request: bytes) -> None:
         nonlocal pending
         try:
             connection = await pool.open()
@@ -506,7 +508,7 @@ async def open_loop(
                 0, b"", ResponseError(f"connect failed: {error!r}")
             )
             return
-        connection.send(path.request, complete(scheduled, connection))
+        connection.send(request, complete(scheduled, connection))
 
     background: set[asyncio.Task[None]] = set()
     for index in range(count):
@@ -520,11 +522,12 @@ async def open_loop(
             segment.lags_seconds.append(loop.time() - scheduled)
         while pool.idle and pool.idle[-1].closed:
             pool.idle.pop()
+        request = path.requests[index % len(path.requests)] if path.requests else path.request
         if pool.idle:
             connection = pool.idle.pop()
-            connection.send(path.request, complete(scheduled, connection))
+            connection.send(request, complete(scheduled, connection))
         else:
-            task = asyncio.create_task(send_on_new_connection(scheduled))
+            task = asyncio.create_task(send_on_new_connection(scheduled, request))
             background.add(task)
             task.add_done_callback(background.discard)
     sending_done = True
@@ -1001,7 +1004,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m bench.adapter",
         description="Latency of the adapter's Pods-metric path versus Prometheus directly.",
     )
-    parser.add_argument("--rate", type=float, default=200.0, help="requests/s (default 200)")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="requests/s (default 200; 1000 with --fleet)"
+    )
     parser.add_argument(
         "--duration", type=float, default=30.0, help="seconds per path (default 30)"
     )
@@ -1043,7 +1048,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "compare before and after a change; default: this checkout",
     )
     parser.add_argument("--fixture", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="fleet scale: batched evaluation versus per request (bench/fleet.py); --rate "
+        "defaults to 1000 there",
+    )
+    from bench.fleet import add_arguments as fleet_arguments
+
+    fleet_arguments(parser)
     args = parser.parse_args(argv)
+    if args.rate is None:
+        args.rate = 1000.0 if args.fleet else 200.0
     if args.quick:
         args.rate, args.duration, args.rounds = 50.0, 3.0, 1
     if args.max_sample_age is not None and args.max_sample_age.strip("0smh.") == "":
@@ -1055,6 +1071,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.fleet:
+        from bench.fleet import main as fleet_main
+
+        fleet_main(args)
+        return
     if args.fixture is not None:
         asyncio.run(run_fixture(args.fixture, pods=args.pods, pki_dir=args.fixture / "pki"))
         return

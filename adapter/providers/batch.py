@@ -49,6 +49,8 @@ DEFAULT_BATCH_MAX_AGE_SECONDS = 7.5
 """Half the HPA controller's default 15 s sync period."""
 REFRESH_AHEAD = 0.75
 """A snapshot older than this fraction of the max age is re-evaluated in the background."""
+LARGE_ANSWER_SAMPLES = 10_000
+"""Answers with this many samples or more are indexed in a worker thread."""
 IDLE_INTERVALS = 4
 """A batch without requests for this many max-age intervals is forgotten."""
 
@@ -278,7 +280,10 @@ class Batcher:
                 self._querier, plan.query, time_seconds=evaluated, timeout_seconds=timeout_seconds
             )
             samples = vector_samples(result)
-            values, freshness = index_answer(plan, samples)
+            if len(samples) >= LARGE_ANSWER_SAMPLES:  # off the event loop, as its decoding was
+                values, freshness = await asyncio.to_thread(index_answer, plan, samples)
+            else:
+                values, freshness = index_answer(plan, samples)
         except MetricFetchError:
             self._count_evaluation("error")
             raise

@@ -92,6 +92,8 @@ class Tables:
     external_age: float | None = 1.0
 
     def respond(self, query: str) -> list[FakeSample]:
+        """As Prometheus groups: a batched query (``by (namespace,pod)``) keeps the namespace
+        label, a per-request one (``by (pod)``) only the pod."""
         parts = merged_parts(query)
         if parts is not None:
             value, probe = parts
@@ -99,7 +101,7 @@ class Tables:
         if query.startswith("max by"):
             return [
                 FakeSample(
-                    {"namespace": "ns1", "pod": pod},
+                    {**_namespace(query), "pod": pod},
                     repr(EVAL_SECONDS - age),
                     timestamp_seconds=EVAL_SECONDS,
                 )
@@ -118,8 +120,13 @@ class Tables:
         if "queue_messages_ready" in query:
             return [FakeSample({"queue": queue}, value) for queue, value in self.external.items()]
         return [
-            FakeSample({"namespace": "ns1", "pod": pod}, value) for pod, value in self.values.items()
+            FakeSample({**_namespace(query), "pod": pod}, value)
+            for pod, value in self.values.items()
         ]
+
+
+def _namespace(query: str) -> dict[str, str]:
+    return {"namespace": "ns1"} if "namespace,pod" in query else {}
 
 
 @dataclass(kw_only=True)
