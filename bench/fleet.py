@@ -9,7 +9,8 @@ Run::
 What runs:
 
 * Debian's Prometheus (``tests.lab.prometheus.PrometheusServer``) on a TSDB block written by
-  ``promtool tsdb create-blocks-from openmetrics``: ``http_requests_total`` for ``--fleet-pods`` pods
+  ``promtool tsdb create-blocks-from openmetrics``: ``http_requests_total`` for
+  ``--fleet-pods`` pods
   (1,000 per namespace, 10 per HPA, a counter every 30 s from 5 minutes before the run to
   ``--window`` after), ``fleet_metric_<i>`` for ``--metric-names`` metric names, and
   ``fleet_bulk`` for ``--bulk-series`` series (the relist's memory case). No scraping: the
