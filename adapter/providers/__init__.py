@@ -128,7 +128,14 @@ def build_providers(
     resource = None
     if config.resource_rules is not None:
         queries = ResourceQueries.from_config(config.resource_rules, rest_mapper, source=source)
-        resource = ResourceMetricsProvider(querier, queries, settings=value_settings)
+        resource = ResourceMetricsProvider(
+            querier,
+            queries,
+            settings=value_settings,
+            batching=batching,
+            clock=real_clock,
+            metrics=metrics,
+        )
     return MetricProviders(
         relister=relister,
         custom=CustomMetricsProvider(

@@ -86,6 +86,8 @@ class Snapshot:
     values: the value samples by namespace ("" when the answer has none) then object name.
     freshness: the probe's answer the same way, or None without a staleness probe.
     series: samples in the answer.
+    groups: for a ``BatchPlan`` with ``grouped`` (several samples per object: the resource
+        rules' containers), every sample by namespace then object name; ``values`` is empty.
     """
 
     sent_monotonic: float
@@ -93,9 +95,15 @@ class Snapshot:
     values: Mapping[str, Mapping[str, Sample]]
     freshness: Mapping[str, Mapping[str, Freshness]] | None
     series: int
+    groups: Mapping[str, Mapping[str, tuple[Sample, ...]]] | None = None
 
     def values_in(self, namespace: str | None) -> Mapping[str, Sample]:
         return self.values.get(namespace or "", _EMPTY)
+
+    def groups_in(self, namespace: str | None) -> Mapping[str, tuple[Sample, ...]]:
+        if self.groups is None:
+            return _EMPTY_GROUPS
+        return self.groups.get(namespace or "", _EMPTY_GROUPS)
 
     def freshness_in(self, namespace: str | None) -> Mapping[str, Freshness] | None:
         if self.freshness is None:
@@ -105,6 +113,7 @@ class Snapshot:
 
 _EMPTY: Mapping[str, Sample] = {}
 _EMPTY_FRESHNESS: Mapping[str, Freshness] = {}
+_EMPTY_GROUPS: Mapping[str, tuple[Sample, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,7 @@ class BatchPlan:
 
     namespace: the namespace the query covers, or None across namespaces (or cluster-scoped);
         answers without a namespace label are filed under it.
+    grouped: keep every sample of an object (``Snapshot.groups``), not the last one.
     """
 
     query: str
@@ -121,6 +131,27 @@ class BatchPlan:
     resource_label: str
     namespace_label: str | None
     namespace: str | None
+    grouped: bool = False
+
+
+def group_answer(
+    plan: BatchPlan, samples: tuple[Sample, ...]
+) -> dict[str, dict[str, tuple[Sample, ...]]]:
+    """Every sample of one answer by namespace then object name (a ``grouped`` plan)."""
+    lists: dict[str, dict[str, list[Sample]]] = {}
+    namespace_label = plan.namespace_label
+    default_namespace = plan.namespace or ""
+    for sample in samples:
+        labels = sample.labels
+        namespace = (
+            labels.get(namespace_label, "") if namespace_label is not None else default_namespace
+        )
+        by_name = lists.setdefault(namespace, {})
+        by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
+    return {
+        namespace: {name: tuple(found) for name, found in by_name.items()}
+        for namespace, by_name in lists.items()
+    }
 
 
 def index_answer(
@@ -280,7 +311,17 @@ class Batcher:
                 self._querier, plan.query, time_seconds=evaluated, timeout_seconds=timeout_seconds
             )
             samples = vector_samples(result)
-            if len(samples) >= LARGE_ANSWER_SAMPLES:  # off the event loop, as its decoding was
+            large = len(samples) >= LARGE_ANSWER_SAMPLES  # off the event loop, as decoding was
+            groups = None
+            values: dict[str, dict[str, Sample]] = {}
+            freshness: dict[str, dict[str, Freshness]] | None = None
+            if plan.grouped:
+                groups = (
+                    await asyncio.to_thread(group_answer, plan, samples)
+                    if large
+                    else group_answer(plan, samples)
+                )
+            elif large:
                 values, freshness = await asyncio.to_thread(index_answer, plan, samples)
             else:
                 values, freshness = index_answer(plan, samples)
@@ -290,7 +331,7 @@ class Batcher:
         finally:
             batch.evaluating = False
         self._count_evaluation("success")
-        snapshot = Snapshot(sent, evaluated, values, freshness, len(samples))
+        snapshot = Snapshot(sent, evaluated, values, freshness, len(samples), groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:
             batch.snapshot = snapshot

@@ -70,6 +70,27 @@ rules:
     overrides:
       node: {resource: node}
   metricsQuery: 'max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+resourceRules:
+  cpu:
+    containerQuery: >-
+      sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[1m]))
+    nodeQuery: 'sum by (<<.GroupBy>>) (rate(node_cpu_seconds_total{<<.LabelMatchers>>}[1m]))'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        pod: {resource: pod}
+        node: {resource: node}
+    containerLabel: container
+  memory:
+    containerQuery: 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>})'
+    nodeQuery: 'sum by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        pod: {resource: pod}
+        node: {resource: node}
+    containerLabel: container
+  window: 1m
 """
 
 NAMESPACES = ("alpha", "beta", "gamma")
@@ -113,12 +134,22 @@ def openmetrics(start: int, seed: int) -> str:
             add("queue_depth", f'{pod},kind="ignored"', 1000.0, 0.0, until)
             if index % 4 == 0:
                 add("queue_idle", pod, float(chooser.randint(1, 9)), 0.0, until)
+            for container in ("app", "sidecar")[: 1 + index % 2]:
+                labels = f'{pod},container="{container}"'
+                cores = chooser.choice((0.0, 0.1, 0.25, 2.0))
+                add("container_cpu_usage_seconds_total", labels, 0.0, cores, until)
+                memory: float | str = "NaN" if index == 3 else float(chooser.randint(1, 9) << 20)
+                if index != 9:  # pod-9: CPU only, so no metrics
+                    add("container_memory_working_set_bytes", labels, memory, 0.0, until)
             total = 0
             for bound in ("0.1", "0.5", "1", "+Inf"):
                 total += chooser.randint(0, 20)
                 add("latency_bucket", f'{pod},le="{bound}"', float(total), 0.0, until)
     for node in NODES:
         add("node_temperature_celsius", f'node="{node}"', chooser.uniform(30, 80), 0.0, end)
+        add("node_cpu_seconds_total", f'node="{node}"', 0.0, chooser.uniform(0, 4), end)
+        if node != "node-c":
+            add("node_memory_working_set_bytes", f'node="{node}"', float(2 << 30), 0.0, end)
     out: list[str] = []
     for name, series in families.items():
         out.append(f"# TYPE {name} gauge")
@@ -330,3 +361,31 @@ async def test_batched_answers_equal_per_request_answers(
     assert outcomes.get("values", 0) > REQUESTS // 3
     assert outcomes.get("MetricNotFoundError", 0) > 10
     assert batched_querier.queries < 0.6 * per_request_querier.queries
+
+
+async def test_batched_resource_metrics_equal_per_request_ones(
+    pair: tuple[MetricProviders, MetricProviders, tuple[PinnedQuerier, PinnedQuerier]],
+) -> None:
+    batched, per_request, (batched_querier, _) = pair
+    assert batched.resource is not None
+    assert per_request.resource is not None
+    assert batched.resource.batcher is not None
+    chooser = random.Random(23)
+    everything = [
+        (namespace, f"pod-{index}")
+        for namespace in NAMESPACES
+        for index in range(PODS_PER_NAMESPACE + 2)
+    ]
+    answered = 0
+    for _ in range(30):
+        pods = chooser.sample(everything, chooser.randint(1, 12))
+        expected = await per_request.resource.get_pod_metrics(pods)
+        answered += len(expected)
+        assert await batched.resource.get_pod_metrics(pods) == expected
+        nodes = chooser.sample([*NODES, "node-missing"], chooser.randint(1, 4))
+        assert await batched.resource.get_node_metrics(
+            nodes
+        ) == await per_request.resource.get_node_metrics(nodes)
+    assert answered > 100  # most pods have both CPU and memory
+    # every pod's CPU and memory, every node's: four queries, whatever the number of requests
+    assert batched_querier.queries == 4
