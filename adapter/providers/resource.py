@@ -11,11 +11,12 @@ the two timestamps; negative values read 0; CPU is DecimalSI, memory BinarySI, b
 Deliberate deviations (docs/adapter-values.md): a NaN/+-Inf sample is dropped instead of read as 0
 (so a pod whose only CPU sample is NaN has no metrics, like a pod Prometheus has nothing for);
 when every query failed the call raises ``MetricFetchError`` instead of answering an empty list;
-values come from the exact decimal text; with batched evaluation (``BatchSettings``) the container
-and node queries run once for every pod (grouped by namespace, pod and container) and every node,
-and requests are answered from those snapshots (docs/adapter-values.md). No staleness probe runs here: the container/node query
-templates name their own series, so there is no single series to probe (Prometheus's staleness
-markers still end series that stopped being scraped).
+values come from the exact decimal text; with batched evaluation (``BatchSettings``) the
+container and node queries run once for every pod (grouped by namespace, pod and container) and
+every node, and requests are answered from those snapshots (docs/adapter-values.md). No
+staleness probe runs here: the container/node query templates name their own series, so there
+is no single series to probe (Prometheus's staleness markers still end series that stopped
+being scraped).
 """
 
 from __future__ import annotations
