@@ -681,23 +681,31 @@ async def wait_until(check: Callable[[], Awaitable[bool]], *, what: str) -> None
     raise RuntimeError(f"{what} not ready within {START_TIMEOUT_SECONDS}s {last}")
 
 
+async def wait_for_answer(
+    session: aiohttp.ClientSession, url: str, context: ssl.SSLContext, target: str, *, items: int
+) -> None:
+    """Wait for the adapter's /readyz, then for ``target`` to answer ``items`` items."""
+    headers = {"X-Remote-User": HPA_USER}
+
+    async def ready() -> bool:
+        async with session.get(url + "/readyz", ssl=context) as response:
+            return response.status == 200
+
+    async def full() -> bool:
+        async with session.get(url + target, headers=headers, ssl=context) as response:
+            if response.status != 200:
+                return False
+            return len(orjson.loads(await response.read())["items"]) == items
+
+    await wait_until(ready, what="adapter /readyz")
+    await wait_until(full, what=f"adapter values for {items} objects")
+
+
 async def adapter_ready(url: str, context: ssl.SSLContext, *, pods: int) -> str:
     """Wait for /readyz and a full answer; the PromQL the adapter renders (from explain)."""
     headers = {"X-Remote-User": HPA_USER}
     async with aiohttp.ClientSession() as session:
-
-        async def ready() -> bool:
-            async with session.get(url + "/readyz", ssl=context) as response:
-                return response.status == 200
-
-        async def full() -> bool:
-            async with session.get(url + ADAPTER_PATH, headers=headers, ssl=context) as response:
-                if response.status != 200:
-                    return False
-                return len(orjson.loads(await response.read())["items"]) == pods
-
-        await wait_until(ready, what="adapter /readyz")
-        await wait_until(full, what=f"adapter values for {pods} pods")
+        await wait_for_answer(session, url, context, ADAPTER_PATH, items=pods)
         path = ADAPTER_PATH.partition("?")[0]
         async with session.get(
             url + "/debug/explain",

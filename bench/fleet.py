@@ -72,8 +72,8 @@ from bench.adapter import (
     percentile,
     process_cpu_seconds,
     tail,
+    wait_for_answer,
     wait_for_file,
-    wait_until,
     write_kubeconfig,
 )
 
@@ -299,22 +299,8 @@ async def load_phase(
 
 
 async def wait_ready(url: str, context: ssl.SSLContext, probe: bytes, items: int) -> None:
-    target = probe.split(b" ", 2)[1].decode()
-    headers = {"X-Remote-User": HPA_USER}
     async with aiohttp.ClientSession() as session:
-
-        async def ready() -> bool:
-            async with session.get(url + "/readyz", ssl=context) as response:
-                return response.status == 200
-
-        async def full() -> bool:
-            async with session.get(url + target, headers=headers, ssl=context) as response:
-                if response.status != 200:
-                    return False
-                return len(orjson.loads(await response.read())["items"]) == items
-
-        await wait_until(ready, what="adapter /readyz")
-        await wait_until(full, what="adapter values")
+        await wait_for_answer(session, url, context, probe.split(b" ", 2)[1].decode(), items=items)
 
 
 @dataclass

@@ -134,19 +134,24 @@ class BatchPlan:
     grouped: bool = False
 
 
+def _namespace_reader(plan: BatchPlan) -> Callable[[Mapping[str, str]], str]:
+    """Where an answer's sample is filed: its namespace label, or the plan's namespace."""
+    label = plan.namespace_label
+    if label is None:
+        fixed = plan.namespace or ""
+        return lambda labels: fixed
+    return lambda labels: labels.get(label, "")
+
+
 def group_answer(
     plan: BatchPlan, samples: tuple[Sample, ...]
 ) -> dict[str, dict[str, tuple[Sample, ...]]]:
     """Every sample of one answer by namespace then object name (a ``grouped`` plan)."""
     lists: dict[str, dict[str, list[Sample]]] = {}
-    namespace_label = plan.namespace_label
-    default_namespace = plan.namespace or ""
+    namespace_of = _namespace_reader(plan)
     for sample in samples:
         labels = sample.labels
-        namespace = (
-            labels.get(namespace_label, "") if namespace_label is not None else default_namespace
-        )
-        by_name = lists.setdefault(namespace, {})
+        by_name = lists.setdefault(namespace_of(labels), {})
         by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
     return {
         namespace: {name: tuple(found) for name, found in by_name.items()}
@@ -161,13 +166,10 @@ def index_answer(
     values: dict[str, dict[str, Sample]] = {}
     freshness: dict[str, dict[str, Freshness]] | None = {} if plan.probed else None
     resource_label = plan.resource_label
-    namespace_label = plan.namespace_label
-    default_namespace = plan.namespace or ""
+    namespace_of = _namespace_reader(plan)
     for sample in samples:
         labels = sample.labels
-        namespace = (
-            labels.get(namespace_label, "") if namespace_label is not None else default_namespace
-        )
+        namespace = namespace_of(labels)
         name = labels.get(resource_label, "")
         if freshness is None:
             values.setdefault(namespace, {})[name] = sample

@@ -89,8 +89,9 @@ from adapter.rules import (
     Requirement,
     format_selector,
 )
-from adapter.rules.batching import Batchability, batchability, build_batch_query
+from adapter.rules.batching import Batchability, BatchQuery, batchability, build_batch_query
 from adapter.rules.errors import RuleEvaluationError
+from adapter.rules.gotemplate import GoTemplate
 from adapter.rules.naming import MetricNamer
 from adapter.rules.registry import SeriesInfo
 from hpa.core.quantity import Quantity
@@ -499,26 +500,22 @@ class CustomMetricsProvider:
         given (``max_series``), or cluster-wide for a cluster-scoped metric."""
         entry, resource = plan.entry, plan.info.group_resource
         across = plan.info.namespaced and namespace is None
-        query = build_batch_query(
-            entry.namer.metrics_query,
-            entry.series_name,
-            resource,
-            namespace=namespace,
-            across_namespaces=across,
-            metric_selector=plan.requirements,
-        )
-        sent = query.query
-        if plan.probe is not None:
-            probe = build_batch_query(
+
+        def build(template: GoTemplate | None = None) -> BatchQuery:
+            return build_batch_query(
                 entry.namer.metrics_query,
                 entry.series_name,
                 resource,
                 namespace=namespace,
                 across_namespaces=across,
                 metric_selector=plan.requirements,
-                template=OBJECT_PROBE,
+                template=template,
             )
-            sent = merged_query(query.query, probe.query)
+
+        query = build()
+        sent = query.query
+        if plan.probe is not None:
+            sent = merged_query(query.query, build(OBJECT_PROBE).query)
         return BatchPlan(
             sent,
             plan.probe is not None,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from adapter.prometheus.results import InstantResult, RangeSeries, Sample
+from adapter.prometheus.results import InstantResult, Sample
 from adapter.providers import (
     BatchSettings,
     CustomMetricsProvider,
@@ -24,6 +24,7 @@ from adapter.providers import (
 from adapter.providers.batch import IDLE_INTERVALS, REFRESH_AHEAD, Batcher, BatchPlan
 from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
 from tests.adapter.providers.fake_pods import FakePodLister
+from tests.adapter.providers.queriers import InstantOnlyQuerier
 from tests.fakes.clock import FakeClock
 
 PLAN = BatchPlan(
@@ -35,7 +36,7 @@ PLAN = BatchPlan(
 )
 
 
-class ScriptedQuerier:
+class ScriptedQuerier(InstantOnlyQuerier):
     """A ``PrometheusQuerier`` answering every instant query with ``samples``; each query
     waits for ``gate`` when one is set (to hold an evaluation in flight)."""
 
@@ -55,17 +56,6 @@ class ScriptedQuerier:
         if self.gate is not None:
             await self.gate.wait()
         return InstantResult("vector", self.samples)
-
-    async def query_range(
-        self,
-        query: str,
-        *,
-        start_seconds: float,
-        end_seconds: float,
-        step_seconds: float,
-        timeout_seconds: float | None = None,
-    ) -> list[RangeSeries]:
-        raise AssertionError("not used")
 
     async def series(
         self,

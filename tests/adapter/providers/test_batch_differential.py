@@ -22,7 +22,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus import PrometheusClient, PrometheusConnection
-from adapter.prometheus.results import InstantResult, RangeSeries
+from adapter.prometheus.results import InstantResult
 from adapter.providers import (
     BatchSettings,
     MetricPolicy,
@@ -34,6 +34,7 @@ from adapter.providers import (
 )
 from adapter.rules import CustomMetricInfo, Series, load_rules
 from tests.adapter.providers.fake_pods import FakePodLister
+from tests.adapter.providers.queriers import InstantOnlyQuerier
 from tests.lab.prometheus import PrometheusServer
 
 RULES = """
@@ -178,7 +179,7 @@ class PinnedClock:
         raise AssertionError("nothing sleeps in this test")
 
 
-class PinnedQuerier:
+class PinnedQuerier(InstantOnlyQuerier):
     """A ``PrometheusQuerier`` sending every instant query at one evaluation time."""
 
     def __init__(self, client: PrometheusClient, at_seconds: float) -> None:
@@ -197,17 +198,6 @@ class PinnedQuerier:
         return await self._client.query(
             query, time_seconds=self._at, timeout_seconds=timeout_seconds
         )
-
-    async def query_range(
-        self,
-        query: str,
-        *,
-        start_seconds: float,
-        end_seconds: float,
-        step_seconds: float,
-        timeout_seconds: float | None = None,
-    ) -> list[RangeSeries]:
-        raise AssertionError("no range queries here")
 
     async def series(
         self,
