@@ -484,8 +484,8 @@ async def open_loop(
             if error is None and body.count(path.item_marker) != path.items:
                 found = body.count(path.item_marker)
                 error = ResponseError(f"{path.name} answered {found} items, not {path.items}")
-            if not connection.closed:
-                pool.idle.append(connection)
+            if not connection.closed and connection.transport is not None:
+                pool.idle.append(connection)  # (a failed connect's stand-in has no transport)
             if record:
                 if error is not None:
                     segment.errors += 1

@@ -47,6 +47,7 @@ import random
 import shlex
 import signal
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
@@ -350,7 +351,11 @@ def stop(process: Any) -> None:
 
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def run(args: argparse.Namespace, workdir: Path) -> Result:
