@@ -141,6 +141,27 @@ def _pod_json(name: str) -> dict[str, Any]:
     }
 
 
+def authentication_configmap(pki_dir: Path) -> dict[str, str]:
+    """The ``extension-apiserver-authentication`` ConfigMap's data for the bench's PKI."""
+    return {
+        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
+        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
+        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
+        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
+        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
+        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
+    }
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT (a fixture process's end)."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    return stopping
+
+
 async def run_fixture(directory: Path, *, pods: int, pki_dir: Path) -> None:
     """Exporter + fake Kubernetes API until SIGTERM; writes ``fixture.json`` once listening."""
     from tests.fakes.kubeauth import FakeKubeAuth
@@ -153,18 +174,8 @@ async def run_fixture(directory: Path, *, pods: int, pki_dir: Path) -> None:
         for name in names
     ]
     profile = WorkloadProfile(namespace=NAMESPACE, workload="bench", selector={"app": "bench"})
-    configmap = {
-        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
-        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
-        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
-        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
-        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
-        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
-    }
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+    configmap = authentication_configmap(pki_dir)
+    stopping = stop_on_signals()
     exporter = WorkloadExporter(pod_source=InMemoryPodSource(states))
     async with (
         FakeKubeAuth(configmap=configmap, pods=[_pod_json(name) for name in names]) as kube,

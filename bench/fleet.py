@@ -58,7 +58,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 
 from bench.adapter import (
     HPA_USER,
@@ -67,11 +66,13 @@ from bench.adapter import (
     Processes,
     Segment,
     adapter_argv,
+    authentication_configmap,
     free_port,
     http_request,
     open_loop,
     percentile,
     process_cpu_seconds,
+    stop_on_signals,
     tail,
     wait_for_answer,
     wait_for_file,
@@ -173,18 +174,8 @@ async def run_fixture(directory: Path, fleet: Fleet, pki_dir: Path) -> None:
         }
         for pod in range(fleet.pods)
     ]
-    configmap = {
-        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
-        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
-        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
-        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
-        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
-        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
-    }
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+    configmap = authentication_configmap(pki_dir)
+    stopping = stop_on_signals()
     async with FakeKubeAuth(configmap=configmap, pods=pods) as kube:
         kube.sar_rule = lambda spec: (spec["user"] == HPA_USER, "")
         ready = directory / "fixture.json"
