@@ -9,12 +9,14 @@ namespace then object name; requests are answered from it while it is younger th
 ``max_age_seconds`` (adapter monotonic time since the query was sent).
 
 Refresh: a request that finds the snapshot older than ``REFRESH_AHEAD`` of ``max_age_seconds``
-starts one background re-evaluation (named task, one at a time per batch) and is answered from
-the current snapshot; a request that finds it older than ``max_age_seconds`` (or none) waits for
-the evaluation in flight (``SingleFlight``: concurrent requests share one query). A batch that
-nobody asks for is never re-evaluated: evaluation is driven by requests only, so a rule stops
-costing anything one interval after its last request, and its snapshot is dropped after
-``IDLE_INTERVALS`` intervals without a request (or when the metric index is relisted).
+(or, when the last evaluation took longer than an eighth of the max age, older than the max age
+minus twice that duration) starts one background re-evaluation (named task, one at a time per
+batch) and is answered from the current snapshot; a request that finds it older than
+``max_age_seconds`` (or none) waits for the evaluation in flight (``SingleFlight``: concurrent
+requests share one query). A batch that nobody asks for is never re-evaluated: evaluation is
+driven by requests only, so a rule stops costing anything one interval after its last request,
+and its snapshot is dropped after ``IDLE_INTERVALS`` intervals without a request (or when the
+metric index is relisted).
 
 The staleness probe, when configured, is batched with the value query as one PromQL
 (``merged_query``), exactly as per request; see docs/adapter-values.md, "Batched evaluation".
@@ -194,6 +196,8 @@ class _Batch:
     snapshot: Snapshot | None = None
     last_request: float = 0.0
     evaluating: bool = False
+    last_duration: float = 0.0
+    """Seconds the last successful evaluation took (adapter monotonic time)."""
 
 
 class Batcher:
@@ -258,7 +262,10 @@ class Batcher:
         if current is not None:
             age = now - current.sent_monotonic
             if age <= max_age:
-                if age > REFRESH_AHEAD * max_age:
+                # renew ahead: a quarter of the max age, or twice the last evaluation's
+                # duration when that is longer, so a slow query still lands in time
+                lead = max((1 - REFRESH_AHEAD) * max_age, 2 * batch.last_duration)
+                if age > max_age - lead:
                     self._refresh_in_background(key, batch, family, timeout_seconds)
                 return current
         snapshot, _ = await self._flight.do(
@@ -333,6 +340,7 @@ class Batcher:
         finally:
             batch.evaluating = False
         self._count_evaluation("success")
+        batch.last_duration = self._clock.monotonic() - sent
         snapshot = Snapshot(sent, evaluated, values, freshness, len(samples), groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:

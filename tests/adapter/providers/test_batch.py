@@ -109,6 +109,23 @@ async def test_served_from_memory_while_young_renewed_ahead_and_waited_for_when_
     assert len(querier.queries) == 3
 
 
+async def test_a_slow_evaluation_is_renewed_earlier_so_it_lands_in_time() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    querier.gate = asyncio.Event()
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    first = asyncio.create_task(
+        batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    )
+    await clock.advance(3.0)  # the evaluation took 3 s
+    querier.gate.set()
+    snapshot = await first
+    # 3 s after it was sent, past 7.5 - 2 x 3 = 1.5 s (REFRESH_AHEAD alone would wait for 5.6 s)
+    assert await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None) is snapshot
+    await batcher.wait_for_refreshes()
+    assert len(querier.queries) == 2  # renewed well before REFRESH_AHEAD of the max age
+
+
 async def test_concurrent_requests_share_one_evaluation() -> None:
     querier = ScriptedQuerier(_samples(2))
     querier.gate = asyncio.Event()
