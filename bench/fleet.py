@@ -223,7 +223,7 @@ def hpa_requests(fleet: Fleet, host: str, port: int) -> list[bytes]:
 
 async def scrape_metric(url: str, context: ssl.SSLContext, name: str) -> float:
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
         session.get(url + "/metrics", headers={"X-Remote-User": HPA_USER}, ssl=context) as response,
     ):
         text = await response.text()
