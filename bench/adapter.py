@@ -141,6 +141,27 @@ def _pod_json(name: str) -> dict[str, Any]:
     }
 
 
+def authentication_configmap(pki_dir: Path) -> dict[str, str]:
+    """The ``extension-apiserver-authentication`` ConfigMap's data for the bench's PKI."""
+    return {
+        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
+        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
+        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
+        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
+        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
+        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
+    }
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT (a fixture process's end)."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    return stopping
+
+
 async def run_fixture(directory: Path, *, pods: int, pki_dir: Path) -> None:
     """Exporter + fake Kubernetes API until SIGTERM; writes ``fixture.json`` once listening."""
     from tests.fakes.kubeauth import FakeKubeAuth
@@ -153,18 +174,8 @@ async def run_fixture(directory: Path, *, pods: int, pki_dir: Path) -> None:
         for name in names
     ]
     profile = WorkloadProfile(namespace=NAMESPACE, workload="bench", selector={"app": "bench"})
-    configmap = {
-        "client-ca-file": (pki_dir / "client-ca.crt").read_text(),
-        "requestheader-client-ca-file": (pki_dir / "front-proxy-ca.crt").read_text(),
-        "requestheader-allowed-names": orjson.dumps(["front-proxy-client"]).decode(),
-        "requestheader-username-headers": orjson.dumps(["X-Remote-User"]).decode(),
-        "requestheader-group-headers": orjson.dumps(["X-Remote-Group"]).decode(),
-        "requestheader-extra-headers-prefix": orjson.dumps(["X-Remote-Extra-"]).decode(),
-    }
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+    configmap = authentication_configmap(pki_dir)
+    stopping = stop_on_signals()
     exporter = WorkloadExporter(pod_source=InMemoryPodSource(states))
     async with (
         FakeKubeAuth(configmap=configmap, pods=[_pod_json(name) for name in names]) as kube,
@@ -444,6 +455,8 @@ class LoadPath:
     request: bytes
     item_marker: bytes
     items: int
+    requests: tuple[bytes, ...] = ()
+    """When set, the requests to send in turn instead of ``request`` (``--fleet``)."""
 
 
 def http_request(host: str, port: int, target: str, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -482,8 +495,8 @@ async def open_loop(
             if error is None and body.count(path.item_marker) != path.items:
                 found = body.count(path.item_marker)
                 error = ResponseError(f"{path.name} answered {found} items, not {path.items}")
-            if not connection.closed:
-                pool.idle.append(connection)
+            if not connection.closed and connection.transport is not None:
+                pool.idle.append(connection)  # (a failed connect's stand-in has no transport)
             if record:
                 if error is not None:
                     segment.errors += 1
@@ -497,7 +510,7 @@ async def open_loop(
 
         return done
 
-    async def send_on_new_connection(scheduled: float) -> None:
+    async def send_on_new_connection(scheduled: float, request: bytes) -> None:
         nonlocal pending
         try:
             connection = await pool.open()
@@ -506,7 +519,7 @@ async def open_loop(
                 0, b"", ResponseError(f"connect failed: {error!r}")
             )
             return
-        connection.send(path.request, complete(scheduled, connection))
+        connection.send(request, complete(scheduled, connection))
 
     background: set[asyncio.Task[None]] = set()
     for index in range(count):
@@ -520,11 +533,12 @@ async def open_loop(
             segment.lags_seconds.append(loop.time() - scheduled)
         while pool.idle and pool.idle[-1].closed:
             pool.idle.pop()
+        request = path.requests[index % len(path.requests)] if path.requests else path.request
         if pool.idle:
             connection = pool.idle.pop()
-            connection.send(path.request, complete(scheduled, connection))
+            connection.send(request, complete(scheduled, connection))
         else:
-            task = asyncio.create_task(send_on_new_connection(scheduled))
+            task = asyncio.create_task(send_on_new_connection(scheduled, request))
             background.add(task)
             task.add_done_callback(background.discard)
     sending_done = True
@@ -678,23 +692,31 @@ async def wait_until(check: Callable[[], Awaitable[bool]], *, what: str) -> None
     raise RuntimeError(f"{what} not ready within {START_TIMEOUT_SECONDS}s {last}")
 
 
+async def wait_for_answer(
+    session: aiohttp.ClientSession, url: str, context: ssl.SSLContext, target: str, *, items: int
+) -> None:
+    """Wait for the adapter's /readyz, then for ``target`` to answer ``items`` items."""
+    headers = {"X-Remote-User": HPA_USER}
+
+    async def ready() -> bool:
+        async with session.get(url + "/readyz", ssl=context) as response:
+            return response.status == 200
+
+    async def full() -> bool:
+        async with session.get(url + target, headers=headers, ssl=context) as response:
+            if response.status != 200:
+                return False
+            return len(orjson.loads(await response.read())["items"]) == items
+
+    await wait_until(ready, what="adapter /readyz")
+    await wait_until(full, what=f"adapter values for {items} objects")
+
+
 async def adapter_ready(url: str, context: ssl.SSLContext, *, pods: int) -> str:
     """Wait for /readyz and a full answer; the PromQL the adapter renders (from explain)."""
     headers = {"X-Remote-User": HPA_USER}
     async with aiohttp.ClientSession() as session:
-
-        async def ready() -> bool:
-            async with session.get(url + "/readyz", ssl=context) as response:
-                return response.status == 200
-
-        async def full() -> bool:
-            async with session.get(url + ADAPTER_PATH, headers=headers, ssl=context) as response:
-                if response.status != 200:
-                    return False
-                return len(orjson.loads(await response.read())["items"]) == pods
-
-        await wait_until(ready, what="adapter /readyz")
-        await wait_until(full, what=f"adapter values for {pods} pods")
+        await wait_for_answer(session, url, context, ADAPTER_PATH, items=pods)
         path = ADAPTER_PATH.partition("?")[0]
         async with session.get(
             url + "/debug/explain",
@@ -1001,7 +1023,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m bench.adapter",
         description="Latency of the adapter's Pods-metric path versus Prometheus directly.",
     )
-    parser.add_argument("--rate", type=float, default=200.0, help="requests/s (default 200)")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="requests/s (default 200; 1000 with --fleet)"
+    )
     parser.add_argument(
         "--duration", type=float, default=30.0, help="seconds per path (default 30)"
     )
@@ -1043,7 +1067,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "compare before and after a change; default: this checkout",
     )
     parser.add_argument("--fixture", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="fleet scale: batched evaluation versus per request (bench/fleet.py); --rate "
+        "defaults to 1000 there",
+    )
+    from bench.fleet import add_arguments as fleet_arguments
+
+    fleet_arguments(parser)
     args = parser.parse_args(argv)
+    if args.rate is None:
+        args.rate = 1000.0 if args.fleet else 200.0
     if args.quick:
         args.rate, args.duration, args.rounds = 50.0, 3.0, 1
     if args.max_sample_age is not None and args.max_sample_age.strip("0smh.") == "":
@@ -1055,6 +1090,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.fleet:
+        from bench.fleet import main as fleet_main
+
+        fleet_main(args)
+        return
     if args.fixture is not None:
         asyncio.run(run_fixture(args.fixture, pods=args.pods, pki_dir=args.fixture / "pki"))
         return

@@ -127,6 +127,20 @@ class BaseURL(NamedTuple):
         )
 
 
+LARGE_ANSWER_BYTES = 1 << 20
+"""Answers this large or larger are decoded in a worker thread."""
+
+
+def _decode_answer(
+    envelope: Callable[..., Any],
+    path: str,
+    response: Any,
+    budget_seconds: float,
+    decode: Callable[[Any], Any],
+) -> Any:
+    return decode(envelope(path, response, budget_seconds=budget_seconds))
+
+
 def _decode_instant(data: Any) -> InstantResult:
     return decode_instant(data, endpoint=QUERY_PATH)
 
@@ -344,8 +358,8 @@ class PrometheusClient:
         key = (self.connection.method, path, params)
 
         async def fetch() -> Any:
-            return decode(
-                await self._request(path, params, deadline=deadline, budget_seconds=timeout)
+            return await self._request(
+                path, params, deadline=deadline, budget_seconds=timeout, decode=decode
             )
 
         try:
@@ -366,8 +380,17 @@ class PrometheusClient:
         return data
 
     async def _request(
-        self, path: str, params: Params, *, deadline: float, budget_seconds: float
+        self,
+        path: str,
+        params: Params,
+        *,
+        deadline: float,
+        budget_seconds: float,
+        decode: Callable[[Any], Any],
     ) -> Any:
+        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more (a
+        batched evaluation's, a relist's) is decoded in a worker thread, so the event loop keeps
+        serving requests between the interpreter's thread switches meanwhile."""
         loop = asyncio.get_running_loop()
         async with self._semaphore:
             remaining = deadline - loop.time()
@@ -378,7 +401,11 @@ class PrometheusClient:
             started = loop.time()
             try:
                 response = await self._send(path, sent)
-                return self._decode(path, response, budget_seconds=budget_seconds)
+                if len(response.body) >= LARGE_ANSWER_BYTES:
+                    return await asyncio.to_thread(
+                        _decode_answer, self._decode, path, response, budget_seconds, decode
+                    )
+                return decode(self._decode(path, response, budget_seconds=budget_seconds))
             except PrometheusError as exc:
                 self.metrics.errors.labels(path, getattr(exc, "error_type", "unknown")).inc()
                 log.warning(

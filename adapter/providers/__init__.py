@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
+from adapter.providers.batch import DEFAULT_BATCH_MAX_AGE_SECONDS, Batcher, BatchSettings
 from adapter.providers.clock import SystemClock
 from adapter.providers.custom import CustomMetricsProvider, CustomMetricValue, IndexSource
 from adapter.providers.errors import (
@@ -102,8 +103,12 @@ def build_providers(
     relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS,
     max_age_seconds: float | None = None,
     source: str = "config",
+    batching: BatchSettings | None = None,
 ) -> MetricProviders:
-    """Compile the rules (``RuleConfigError`` on a bad override) and wire the providers."""
+    """Compile the rules (``RuleConfigError`` on a bad override) and wire the providers.
+
+    batching: batched evaluation (``adapter.providers.batch``); None answers every request with
+    its own query. The server passes ``--batch-max-age`` and ``--max-series`` here."""
     rest_mapper: RESTMapper = mapper if mapper is not None else StaticRESTMapper.builtin()
     real_clock: Clock = clock if clock is not None else SystemClock()
     value_settings = settings if settings is not None else ValueSettings()
@@ -123,7 +128,14 @@ def build_providers(
     resource = None
     if config.resource_rules is not None:
         queries = ResourceQueries.from_config(config.resource_rules, rest_mapper, source=source)
-        resource = ResourceMetricsProvider(querier, queries, settings=value_settings)
+        resource = ResourceMetricsProvider(
+            querier,
+            queries,
+            settings=value_settings,
+            batching=batching,
+            clock=real_clock,
+            metrics=metrics,
+        )
     return MetricProviders(
         relister=relister,
         custom=CustomMetricsProvider(
@@ -135,6 +147,7 @@ def build_providers(
             settings=value_settings,
             clock=real_clock,
             metrics=metrics,
+            batching=batching,
         ),
         external=ExternalMetricsProvider(
             querier, relister, settings=value_settings, clock=real_clock, metrics=metrics
@@ -147,7 +160,10 @@ def build_providers(
 __all__ = [
     "CUSTOM_V1BETA1",
     "CUSTOM_V1BETA2",
+    "DEFAULT_BATCH_MAX_AGE_SECONDS",
     "EXTERNAL_V1BETA1",
+    "BatchSettings",
+    "Batcher",
     "BuiltinKinds",
     "Clock",
     "ContainerUsage",

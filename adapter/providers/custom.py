@@ -38,7 +38,7 @@ Deliberate deviations (docs/adapter-values.md):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -46,6 +46,7 @@ from typing import NamedTuple, Protocol
 import structlog
 
 from adapter.prometheus.results import Sample
+from adapter.providers.batch import Batcher, BatchPlan, BatchSettings
 from adapter.providers.clock import SystemClock
 from adapter.providers.errors import (
     InvalidRequestError,
@@ -56,6 +57,7 @@ from adapter.providers.errors import (
     ProviderError,
 )
 from adapter.providers.evaluation import (
+    OBJECT_PROBE,
     PART_LABEL,
     PROBE_PART,
     VALUE_PART,
@@ -80,13 +82,17 @@ from adapter.providers.values import (
     window_from_query,
 )
 from adapter.rules import (
+    NAMESPACES,
     PODS,
     BadQueryError,
     CustomMetricInfo,
     Requirement,
     format_selector,
 )
+from adapter.rules.batching import Batchability, BatchQuery, batchability, build_batch_query
 from adapter.rules.errors import RuleEvaluationError
+from adapter.rules.gotemplate import GoTemplate
+from adapter.rules.naming import MetricNamer
 from adapter.rules.registry import SeriesInfo
 from hpa.core.quantity import Quantity
 
@@ -100,6 +106,7 @@ PLAN_CACHE_SIZE = 256
 """Rendered plans kept per index (the oldest is dropped first)."""
 
 _PlanKey = tuple[CustomMetricInfo, str | None, tuple[str, ...], tuple[Requirement, ...]]
+_RouteKey = tuple[CustomMetricInfo, str | None, tuple[Requirement, ...]]
 
 
 class IndexSource(Protocol):
@@ -157,6 +164,10 @@ class _Plan:
     """Merged queries (value and probe) of this plan in flight."""
     renewal: asyncio.Task[None] | None = None
     """The background renewal of ``shared_probe`` in flight, if any."""
+    requirements: tuple[Requirement, ...] = ()
+    fallback: str | None = None
+    """Why this plan is answered per request although batching is on (``per_request_rule``,
+    ``per_request_selector``), or None when it is answered from a batched snapshot."""
 
 
 class _SharedProbe(NamedTuple):
@@ -189,7 +200,10 @@ class CustomMetricsProvider:
         settings: ValueSettings | None = None,
         clock: Clock | None = None,
         metrics: ProviderMetrics | None = None,
+        batching: BatchSettings | None = None,
     ) -> None:
+        """batching: batched evaluation settings (None or a zero max age: every request sends
+        its own query)."""
         self._querier = querier
         self._indexes = indexes
         self._pod_lister = pod_lister
@@ -201,11 +215,21 @@ class CustomMetricsProvider:
         self._plans: dict[_PlanKey, _Plan] = {}
         self._plans_index: MetricIndex | None = None
         self._renewals: set[asyncio.Task[None]] = set()
+        self._verdicts: dict[MetricNamer, Batchability] = {}
+        self._routes: dict[_RouteKey, _Plan] = {}
+        self.batcher: Batcher | None = None
+        if batching is not None and batching.enabled:
+            self.batcher = Batcher(
+                querier, settings=batching, clock=self._clock, api="custom", metrics=metrics
+            )
 
     async def wait_for_renewals(self) -> None:
-        """Until the background renewals of shared probes in flight have finished."""
+        """Until the background renewals of shared probes and batched re-evaluations in flight
+        have finished."""
         while self._renewals:
             await asyncio.wait(set(self._renewals))
+        if self.batcher is not None:
+            await self.batcher.wait_for_refreshes()
 
     def list_all_metrics(self) -> list[CustomMetricInfo]:
         """``ListAllMetrics`` from the current index (sorted)."""
@@ -226,7 +250,9 @@ class CustomMetricsProvider:
         ``InvalidRequestError``, ``MetricFetchError``.
         """
         requirements = parse_request_selector(metric_selector, what="metric label selector")
-        plan = self._plan(info, namespace=namespace, names=[name], requirements=requirements)
+        plan = self._batched_plan(info, namespace=namespace, requirements=requirements)
+        if plan is None:
+            plan = self._plan(info, namespace=namespace, names=[name], requirements=requirements)
         judged = await self._evaluate(
             plan,
             [name],
@@ -266,7 +292,9 @@ class CustomMetricsProvider:
                 cause=MissingCause.NO_OBJECTS,
                 detail=f"no {info.group_resource} match the label selector {selector!r}",
             )
-        plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
+        plan = self._batched_plan(info, namespace=namespace, requirements=requirements)
+        if plan is None:
+            plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
         judged = await self._evaluate(
             plan,
             names,
@@ -331,6 +359,39 @@ class CustomMetricsProvider:
             raise ObjectListError(detail=str(exc)) from exc
         return list(dict.fromkeys(found))
 
+    def _current_index(self) -> MetricIndex:
+        """The current index; the caches of an older one are dropped."""
+        index = self._indexes.index
+        if index is not self._plans_index:
+            self._plans = {}
+            self._routes = {}
+            self._verdicts = {}
+            self._plans_index = index
+            if self.batcher is not None:
+                self.batcher.reset()
+        return index
+
+    def _batched_plan(
+        self, info: CustomMetricInfo, *, namespace: str | None, requirements: Sequence[Requirement]
+    ) -> _Plan | None:
+        """The plan answering from a batched snapshot, or None when the request is answered per
+        request (batching off, or the rule or selector cannot batch). Kept per metric, namespace
+        and selector: the per-request query it also renders (for a placeholder object) is never
+        sent."""
+        if self.batcher is None:
+            return None
+        index = self._current_index()
+        key = (info, namespace, tuple(requirements))
+        plan = self._routes.get(key)
+        if plan is None:
+            plan = self._render_plan(
+                index, info, namespace=namespace, names=["batch"], requirements=requirements
+            )
+            self._routes[key] = plan
+        if plan.fallback is not None:
+            return None
+        return plan
+
     def _plan(
         self,
         info: CustomMetricInfo,
@@ -340,10 +401,7 @@ class CustomMetricsProvider:
         requirements: Sequence[Requirement],
     ) -> _Plan:
         """The rendered queries for this request, from the cache of the current index."""
-        index = self._indexes.index
-        if index is not self._plans_index:
-            self._plans = {}
-            self._plans_index = index
+        index = self._current_index()
         key: _PlanKey = (info, namespace, tuple(names), tuple(requirements))
         plan = self._plans.get(key)
         if plan is None:
@@ -399,6 +457,9 @@ class CustomMetricsProvider:
         window = policy.window_seconds
         if window is None:
             window = window_from_query(entry.namer.rule.metrics_query)
+        fallback = None
+        if self.batcher is not None:
+            fallback = self._fallback(entry, normalized, requirements)
         return _Plan(
             info=normalized,
             entry=entry,
@@ -407,7 +468,95 @@ class CustomMetricsProvider:
             window_seconds=window,
             label=entry.namer.label_for_resource(normalized.group_resource),
             sent=query if probe is None else merged_query(query, probe),
+            requirements=tuple(requirements),
+            fallback=fallback,
         )
+
+    def _fallback(
+        self, entry: SeriesInfo, info: CustomMetricInfo, requirements: Sequence[Requirement]
+    ) -> str | None:
+        """Why requests of this plan cannot be answered from a batch, or None."""
+        namer = entry.namer
+        verdict = self._verdicts.get(namer)
+        if verdict is None:
+            verdict = self._verdicts[namer] = batchability(namer.metrics_query.template)
+            if not verdict.batchable:
+                log.info("rule_not_batched", series=entry.series_name, reason=verdict.reason)
+        if not verdict.batchable:
+            return "per_request_rule"
+        try:
+            labels = {
+                namer.label_for_resource(info.group_resource),
+                namer.label_for_resource(NAMESPACES),
+            }
+        except RuleEvaluationError:
+            return "per_request_rule"
+        if any(requirement.key in labels for requirement in requirements):
+            return "per_request_selector"
+        return None
+
+    def _batch_plan(self, plan: _Plan, namespace: str | None) -> BatchPlan:
+        """The batched query for ``plan``: across namespaces, or for ``namespace`` alone when
+        given (``max_series``), or cluster-wide for a cluster-scoped metric."""
+        entry, resource = plan.entry, plan.info.group_resource
+        across = plan.info.namespaced and namespace is None
+
+        def build(template: GoTemplate | None = None) -> BatchQuery:
+            return build_batch_query(
+                entry.namer.metrics_query,
+                entry.series_name,
+                resource,
+                namespace=namespace,
+                across_namespaces=across,
+                metric_selector=plan.requirements,
+                template=template,
+            )
+
+        query = build()
+        sent = query.query
+        if plan.probe is not None:
+            sent = merged_query(query.query, build(OBJECT_PROBE).query)
+        return BatchPlan(
+            sent,
+            plan.probe is not None,
+            query.resource_label,
+            query.namespace_label,
+            namespace,
+        )
+
+    async def _from_batch(
+        self,
+        batcher: Batcher,
+        plan: _Plan,
+        names: Sequence[str],
+        *,
+        namespace: str | None,
+        timeout_seconds: float | None,
+    ) -> dict[str, _Judged]:
+        family = (plan.info, plan.requirements)
+        scope = namespace if plan.info.namespaced and family in batcher.too_large else None
+        key = (family, scope)
+        try:
+            snapshot = await batcher.snapshot(
+                key,
+                lambda: self._batch_plan(plan, scope),
+                family=family,
+                timeout_seconds=timeout_seconds,
+            )
+        except (BadQueryError, RuleEvaluationError) as exc:
+            raise rule_errors_to_provider_errors(
+                exc, resource=plan.info.group_resource, metric=plan.info.metric
+            ) from exc
+        batcher.count_answer("snapshot")
+        judged, _ = self._judge(
+            plan,
+            names,
+            snapshot.values_in(namespace),
+            snapshot.freshness_in(namespace),
+            namespace=namespace,
+            requirements=plan.requirements,
+        )
+        return judged
 
     async def _evaluate(
         self,
@@ -424,6 +573,13 @@ class CustomMetricsProvider:
         decides."""
         if timeout_seconds is None:
             timeout_seconds = self.settings.query_timeout_seconds
+        batcher = self.batcher
+        if batcher is not None:
+            if plan.fallback is None:
+                return await self._from_batch(
+                    batcher, plan, names, namespace=namespace, timeout_seconds=timeout_seconds
+                )
+            batcher.count_answer(plan.fallback)
         shared = plan.shared_probe if self.settings.probe_reuse_seconds > 0 else None
         if plan.probe is not None and shared is not None:
             reuse = self.settings.probe_reuse_seconds
@@ -513,8 +669,8 @@ class CustomMetricsProvider:
         self,
         plan: _Plan,
         names: Sequence[str],
-        by_name: dict[str, Sample],
-        freshness: dict[str, Freshness] | None,
+        by_name: Mapping[str, Sample],
+        freshness: Mapping[str, Freshness] | None,
         *,
         namespace: str | None,
         requirements: tuple[Requirement, ...],

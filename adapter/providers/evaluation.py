@@ -135,10 +135,17 @@ def rule_errors_to_provider_errors(
 
 
 async def run_instant(
-    querier: PrometheusQuerier, query: str, *, timeout_seconds: float | None
+    querier: PrometheusQuerier,
+    query: str,
+    *,
+    timeout_seconds: float | None,
+    time_seconds: float | None = None,
 ) -> InstantResult:
+    """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors."""
     try:
-        return await querier.query(query, timeout_seconds=timeout_seconds)
+        return await querier.query(
+            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds
+        )
     except PrometheusTimeoutError as exc:
         log.warning("metrics_query_failed", query=query, error=exc.message)
         raise MetricFetchTimeoutError(

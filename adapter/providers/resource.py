@@ -11,9 +11,12 @@ the two timestamps; negative values read 0; CPU is DecimalSI, memory BinarySI, b
 Deliberate deviations (docs/adapter-values.md): a NaN/+-Inf sample is dropped instead of read as 0
 (so a pod whose only CPU sample is NaN has no metrics, like a pod Prometheus has nothing for);
 when every query failed the call raises ``MetricFetchError`` instead of answering an empty list;
-values come from the exact decimal text. No staleness probe runs here: the container/node query
-templates name their own series, so there is no single series to probe (Prometheus's staleness
-markers still end series that stopped being scraped).
+values come from the exact decimal text; with batched evaluation (``BatchSettings``) the
+container and node queries run once for every pod (grouped by namespace, pod and container) and
+every node, and requests are answered from those snapshots (docs/adapter-values.md). No
+staleness probe runs here: the container/node query templates name their own series, so there
+is no single series to probe (Prometheus's staleness markers still end series that stopped
+being scraped).
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ from datetime import datetime
 import structlog
 
 from adapter.prometheus.results import Sample
+from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, Snapshot
+from adapter.providers.clock import SystemClock
 from adapter.providers.errors import MetricFetchError, ProviderError
 from adapter.providers.evaluation import run_instant, vector_samples
-from adapter.providers.ports import PrometheusQuerier
+from adapter.providers.ports import Clock, PrometheusQuerier
+from adapter.providers.telemetry import ProviderMetrics
 from adapter.providers.values import ValueSettings, milli_from_text, timestamp_from_seconds
-from adapter.rules import BadQueryError, ResourceQueries, ResourceQuery
+from adapter.rules import NODES, PODS, BadQueryError, ResourceQueries, ResourceQuery
+from adapter.rules.batching import batchability, build_batch_query
 from adapter.rules.errors import RuleEvaluationError
 from hpa.core.quantity import Format, Quantity
 
@@ -95,10 +102,33 @@ class ResourceMetricsProvider:
         queries: ResourceQueries,
         *,
         settings: ValueSettings | None = None,
+        batching: BatchSettings | None = None,
+        clock: Clock | None = None,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
+        """batching: evaluate the container and node queries once for every pod and node
+        (when all four templates are batchable; None or a zero max age: per request)."""
         self._querier = querier
         self.queries = queries
         self.settings = settings if settings is not None else ValueSettings()
+        self.batcher: Batcher | None = None
+        templates = [
+            query.template
+            for rule in (queries.cpu, queries.memory)
+            for query in (rule.container_query, rule.node_query)
+        ]
+        if (
+            batching is not None
+            and batching.enabled
+            and all(batchability(template).batchable for template in templates)
+        ):
+            self.batcher = Batcher(
+                querier,
+                settings=batching,
+                clock=clock if clock is not None else SystemClock(),
+                api="resource",
+                metrics=metrics,
+            )
 
     async def get_pod_metrics(
         self, pods: Sequence[tuple[str, str]], *, timeout_seconds: float | None = None
@@ -107,6 +137,8 @@ class ResourceMetricsProvider:
         complete data are left out."""
         if not pods:
             return []
+        if self.batcher is not None:
+            return await self._pods_from_batch(self.batcher, pods, timeout_seconds=timeout_seconds)
         by_namespace: dict[str, list[str]] = {}
         for namespace, name in pods:
             names = by_namespace.setdefault(namespace, [])
@@ -155,7 +187,12 @@ class ResourceMetricsProvider:
         names = list(dict.fromkeys(nodes))
         if not names:
             return []
-        cpu, memory = await self._query_both(None, names, timeout_seconds=timeout_seconds)
+        if self.batcher is not None:
+            cpu, memory = await self._batched_both(
+                self.batcher, "nodes", None, names, timeout_seconds=timeout_seconds
+            )
+        else:
+            cpu, memory = await self._query_both(None, names, timeout_seconds=timeout_seconds)
         out = []
         for name in names:
             cpu_points, memory_points = cpu.get(name), memory.get(name)
@@ -175,6 +212,86 @@ class ResourceMetricsProvider:
         return out
 
     # ------------------------------------------------------------------ internals
+
+    async def _pods_from_batch(
+        self,
+        batcher: Batcher,
+        pods: Sequence[tuple[str, str]],
+        *,
+        timeout_seconds: float | None,
+    ) -> list[PodUsage]:
+        """``get_pod_metrics`` from the snapshots of every pod's containers."""
+        cpu, memory = await self._snapshots(batcher, "pods", timeout_seconds=timeout_seconds)
+        out: list[PodUsage] = []
+        for namespace, name in dict.fromkeys(pods):
+            found = (
+                _results(cpu, namespace, (name,)),
+                _results(memory, namespace, (name,)),
+            )
+            usage = self._assign_for_pod(namespace, name, found=found)
+            if usage is not None:
+                out.append(usage)
+        if self.batcher is not None:
+            self.batcher.count_answer("snapshot")
+        return out
+
+    async def _batched_both(
+        self,
+        batcher: Batcher,
+        kind: str,
+        namespace: str | None,
+        names: Sequence[str],
+        *,
+        timeout_seconds: float | None,
+    ) -> tuple[_Results, _Results]:
+        cpu, memory = await self._snapshots(batcher, kind, timeout_seconds=timeout_seconds)
+        batcher.count_answer("snapshot")
+        return _results(cpu, namespace, names), _results(memory, namespace, names)
+
+    async def _snapshots(
+        self, batcher: Batcher, kind: str, *, timeout_seconds: float | None
+    ) -> tuple[Snapshot, Snapshot]:
+        """The CPU and memory snapshots of every pod (``kind`` "pods") or node ("nodes")."""
+        if timeout_seconds is None:
+            timeout_seconds = self.settings.query_timeout_seconds
+
+        def plan(query_info: ResourceQuery) -> BatchPlan:
+            pods = kind == "pods"
+            try:
+                built = build_batch_query(
+                    query_info.container_query if pods else query_info.node_query,
+                    "",
+                    PODS if pods else NODES,
+                    namespace=None,
+                    across_namespaces=pods,
+                    extra_group_by=(query_info.container_label,) if pods else (),
+                )
+            except (BadQueryError, RuleEvaluationError) as exc:
+                raise MetricFetchError(detail=f"unable to construct query: {exc}") from exc
+            return BatchPlan(
+                built.query,
+                False,
+                built.resource_label,
+                built.namespace_label,
+                None,
+                grouped=True,
+            )
+
+        cpu, memory = await asyncio.gather(
+            batcher.snapshot(
+                (kind, "cpu"),
+                lambda: plan(self.queries.cpu),
+                family=(kind, "cpu"),
+                timeout_seconds=timeout_seconds,
+            ),
+            batcher.snapshot(
+                (kind, "memory"),
+                lambda: plan(self.queries.memory),
+                family=(kind, "memory"),
+                timeout_seconds=timeout_seconds,
+            ),
+        )
+        return cpu, memory
 
     def _assign_for_pod(
         self, namespace: str, name: str, *, found: tuple[_Results, _Results]
@@ -243,6 +360,18 @@ class ResourceMetricsProvider:
             if point is not None:
                 out.setdefault(sample.labels.get(label, ""), []).append(point)
         return out
+
+
+def _results(snapshot: Snapshot, namespace: str | None, names: Sequence[str]) -> _Results:
+    """The points of ``names`` in a grouped snapshot, as ``_run`` returns them."""
+    groups = snapshot.groups_in(namespace)
+    out: _Results = {}
+    for name in names:
+        for sample in groups.get(name, ()):
+            point = _point(sample)
+            if point is not None:
+                out.setdefault(name, []).append(point)
+    return out
 
 
 def _point(sample: Sample) -> _Point | None:

@@ -50,5 +50,19 @@ class ProviderMetrics:
             registry=registry,
         )
 
+        self.batch_evaluations = Counter(
+            "prometheus_adapter_batch_evaluations_total",
+            "Batched evaluations (one query for every object of a rule), by API and result.",
+            ["api", "result"],
+            registry=registry,
+        )
+        self.batch_requests = Counter(
+            "prometheus_adapter_batch_requests_total",
+            "Requests by how they were answered: snapshot, or per_request_rule / "
+            "per_request_selector when the rule or the metric selector cannot be batched.",
+            ["api", "path"],
+            registry=registry,
+        )
+
     def track_relist_age(self, age_seconds: Callable[[], float]) -> None:
         self.relist_age.set_function(age_seconds)

@@ -86,7 +86,14 @@ class SeriesRegistry:
         info: dict[CustomMetricInfo, SeriesInfo] = {}
         skipped: list[str] = []
         for namer, found in zip(namers, series, strict=True):
+            # a relist returns many series per metric name and label-name set (one per pod):
+            # the name and the resources depend on nothing else, so each is worked out once
+            seen: set[tuple[str, frozenset[str]]] = set()
             for item in found:
+                shape = (item.name, frozenset(item.labels))
+                if shape in seen:
+                    continue
+                seen.add(shape)
                 if not is_valid_metric_name(item.name):
                     skipped.append(item.name)
                     continue

@@ -33,7 +33,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus import BasicAuth, PrometheusClient, PrometheusConnection, TLSConfig
-from adapter.providers import MetricProviders, ValueSettings, build_providers
+from adapter.providers import BatchSettings, MetricProviders, ValueSettings, build_providers
 from adapter.providers.clock import SystemClock
 from adapter.rules import RuleConfig, load_rules
 from adapter.server.app import Server, build_app
@@ -235,6 +235,10 @@ async def _serve(
             relist_interval_seconds=settings.metrics_relist_interval_seconds,
             max_age_seconds=settings.metrics_max_age_seconds,
             source=str(settings.config),
+            batching=BatchSettings(
+                max_age_seconds=settings.batch_max_age_seconds,
+                max_series=settings.batch_max_series,
+            ),
         )
 
     metrics = ReloadingMetrics(

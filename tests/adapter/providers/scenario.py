@@ -92,13 +92,19 @@ class Tables:
     external_age: float | None = 1.0
 
     def respond(self, query: str) -> list[FakeSample]:
+        """As Prometheus groups: a batched query (``by (namespace,pod)``) keeps the namespace
+        label, a per-request one (``by (pod)``) only the pod."""
         parts = merged_parts(query)
         if parts is not None:
             value, probe = parts
             return tagged(self.respond(value), "value") + tagged(self.respond(probe), "probe")
         if query.startswith("max by"):
             return [
-                FakeSample({"pod": pod}, repr(EVAL_SECONDS - age), timestamp_seconds=EVAL_SECONDS)
+                FakeSample(
+                    {**_namespace(query), "pod": pod},
+                    repr(EVAL_SECONDS - age),
+                    timestamp_seconds=EVAL_SECONDS,
+                )
                 for pod, age in self.ages.items()
             ]
         if query.startswith("max(timestamp"):
@@ -113,7 +119,14 @@ class Tables:
             ]
         if "queue_messages_ready" in query:
             return [FakeSample({"queue": queue}, value) for queue, value in self.external.items()]
-        return [FakeSample({"pod": pod}, value) for pod, value in self.values.items()]
+        return [
+            FakeSample({**_namespace(query), "pod": pod}, value)
+            for pod, value in self.values.items()
+        ]
+
+
+def _namespace(query: str) -> dict[str, str]:
+    return {"namespace": "ns1"} if "namespace,pod" in query else {}
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,364 @@
+"""Batched evaluation: one query per rule per interval for every object, answers from memory.
+
+No upstream counterpart (prometheus-adapter sends one query per request). For a batchable rule
+(``adapter.rules.batching``) the first request for a (metric, resource, metric selector) sends
+the rule's query once for every object it can describe, across namespaces (grouped by the
+namespace and resource labels), or for the request's namespace when the answer across namespaces
+exceeded ``BatchSettings.max_series``. The answer becomes an immutable ``Snapshot`` indexed by
+namespace then object name; requests are answered from it while it is younger than
+``max_age_seconds`` (adapter monotonic time since the query was sent).
+
+Refresh: a request that finds the snapshot older than ``REFRESH_AHEAD`` of ``max_age_seconds``
+(or, when the last evaluation took longer than an eighth of the max age, older than the max age
+minus twice that duration) starts one background re-evaluation (named task, one at a time per
+batch) and is answered from the current snapshot; a request that finds it older than
+``max_age_seconds`` (or none) waits for the evaluation in flight (``SingleFlight``: concurrent
+requests share one query). A batch that nobody asks for is never re-evaluated: evaluation is
+driven by requests only, so a rule stops costing anything one interval after its last request,
+and its snapshot is dropped after ``IDLE_INTERVALS`` intervals without a request (or when the
+metric index is relisted).
+
+The staleness probe, when configured, is batched with the value query as one PromQL
+(``merged_query``), exactly as per request; see docs/adapter-values.md, "Batched evaluation".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+import structlog
+
+from adapter.prometheus.results import Sample
+from adapter.prometheus.singleflight import SingleFlight
+from adapter.providers.errors import MetricFetchError
+from adapter.providers.evaluation import (
+    PART_LABEL,
+    PROBE_PART,
+    VALUE_PART,
+    Freshness,
+    freshness_of,
+    run_instant,
+    vector_samples,
+)
+from adapter.providers.ports import Clock, PrometheusQuerier
+from adapter.providers.telemetry import ProviderMetrics
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BATCH_MAX_AGE_SECONDS = 7.5
+"""Half the HPA controller's default 15 s sync period."""
+REFRESH_AHEAD = 0.75
+"""A snapshot older than this fraction of the max age is re-evaluated in the background."""
+LARGE_ANSWER_SAMPLES = 10_000
+"""Answers with this many samples or more are indexed in a worker thread."""
+IDLE_INTERVALS = 4
+"""A batch without requests for this many max-age intervals is forgotten."""
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """max_age_seconds: ``--batch-max-age``; a snapshot older than this is not served (0 turns
+        batching off: every request sends its own query, as upstream).
+    max_series: ``--max-series``; an answer across namespaces with more samples than this
+        makes later evaluations of that batch per namespace (None: no limit).
+    """
+
+    max_age_seconds: float = DEFAULT_BATCH_MAX_AGE_SECONDS
+    max_series: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_age_seconds < 0:
+            raise ValueError("max_age_seconds must not be negative")
+        if self.max_series is not None and self.max_series <= 0:
+            raise ValueError("max_series must be positive")
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_age_seconds > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One batched answer, never changed after it is built.
+
+    sent_monotonic: adapter monotonic time taken before sending (ages are never understated).
+    evaluated_seconds: the evaluation time sent to Prometheus (Unix seconds).
+    values: the value samples by namespace ("" when the answer has none) then object name.
+    freshness: the probe's answer the same way, or None without a staleness probe.
+    series: samples in the answer.
+    groups: for a ``BatchPlan`` with ``grouped`` (several samples per object: the resource
+        rules' containers), every sample by namespace then object name; ``values`` is empty.
+    """
+
+    sent_monotonic: float
+    evaluated_seconds: float
+    values: Mapping[str, Mapping[str, Sample]]
+    freshness: Mapping[str, Mapping[str, Freshness]] | None
+    series: int
+    groups: Mapping[str, Mapping[str, tuple[Sample, ...]]] | None = None
+
+    def values_in(self, namespace: str | None) -> Mapping[str, Sample]:
+        return self.values.get(namespace or "", _EMPTY)
+
+    def groups_in(self, namespace: str | None) -> Mapping[str, tuple[Sample, ...]]:
+        if self.groups is None:
+            return _EMPTY_GROUPS
+        return self.groups.get(namespace or "", _EMPTY_GROUPS)
+
+    def freshness_in(self, namespace: str | None) -> Mapping[str, Freshness] | None:
+        if self.freshness is None:
+            return None
+        return self.freshness.get(namespace or "", _EMPTY_FRESHNESS)
+
+
+_EMPTY: Mapping[str, Sample] = {}
+_EMPTY_FRESHNESS: Mapping[str, Freshness] = {}
+_EMPTY_GROUPS: Mapping[str, tuple[Sample, ...]] = {}
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What to send for one batch: the PromQL (merged with its probe when ``probed``), and the
+    labels that name each answer's object.
+
+    namespace: the namespace the query covers, or None across namespaces (or cluster-scoped);
+        answers without a namespace label are filed under it.
+    grouped: keep every sample of an object (``Snapshot.groups``), not the last one.
+    """
+
+    query: str
+    probed: bool
+    resource_label: str
+    namespace_label: str | None
+    namespace: str | None
+    grouped: bool = False
+
+
+def _namespace_reader(plan: BatchPlan) -> Callable[[Mapping[str, str]], str]:
+    """Where an answer's sample is filed: its namespace label, or the plan's namespace."""
+    label = plan.namespace_label
+    if label is None:
+        fixed = plan.namespace or ""
+        return lambda labels: fixed
+    return lambda labels: labels.get(label, "")
+
+
+def group_answer(
+    plan: BatchPlan, samples: tuple[Sample, ...]
+) -> dict[str, dict[str, tuple[Sample, ...]]]:
+    """Every sample of one answer by namespace then object name (a ``grouped`` plan)."""
+    lists: dict[str, dict[str, list[Sample]]] = {}
+    namespace_of = _namespace_reader(plan)
+    for sample in samples:
+        labels = sample.labels
+        by_name = lists.setdefault(namespace_of(labels), {})
+        by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
+    return {
+        namespace: {name: tuple(found) for name, found in by_name.items()}
+        for namespace, by_name in lists.items()
+    }
+
+
+def index_answer(
+    plan: BatchPlan, samples: tuple[Sample, ...]
+) -> tuple[dict[str, dict[str, Sample]], dict[str, dict[str, Freshness]] | None]:
+    """The samples of one answer by namespace then object name (probe samples apart)."""
+    values: dict[str, dict[str, Sample]] = {}
+    freshness: dict[str, dict[str, Freshness]] | None = {} if plan.probed else None
+    resource_label = plan.resource_label
+    namespace_of = _namespace_reader(plan)
+    for sample in samples:
+        labels = sample.labels
+        namespace = namespace_of(labels)
+        name = labels.get(resource_label, "")
+        if freshness is None:
+            values.setdefault(namespace, {})[name] = sample
+            continue
+        part = labels.get(PART_LABEL)
+        if part == VALUE_PART:
+            values.setdefault(namespace, {})[name] = sample
+        elif part == PROBE_PART:
+            fresh = freshness_of(sample)
+            if fresh is not None:
+                freshness.setdefault(namespace, {})[name] = fresh
+        else:
+            raise MetricFetchError(
+                detail=f"a sample without the {PART_LABEL} label: {dict(labels)!r}"
+            )
+    return values, freshness
+
+
+@dataclass
+class _Batch:
+    plan: BatchPlan
+    snapshot: Snapshot | None = None
+    last_request: float = 0.0
+    evaluating: bool = False
+    last_duration: float = 0.0
+    """Seconds the last successful evaluation took (adapter monotonic time)."""
+
+
+class Batcher:
+    """Snapshots by batch key (any hashable the provider chooses), evaluated on demand.
+
+    ``api`` labels the metrics (``custom`` or ``resource``)."""
+
+    def __init__(
+        self,
+        querier: PrometheusQuerier,
+        *,
+        settings: BatchSettings,
+        clock: Clock,
+        api: str,
+        metrics: ProviderMetrics | None = None,
+    ) -> None:
+        self._querier = querier
+        self.settings = settings
+        self._clock = clock
+        self._api = api
+        self._metrics = metrics
+        self._batches: dict[Hashable, _Batch] = {}
+        self._flight: SingleFlight[Hashable, Snapshot] = SingleFlight()
+        self._refreshes: set[asyncio.Task[None]] = set()
+        self.too_large: set[Hashable] = set()
+        """Batch families whose answer across namespaces exceeded ``max_series``."""
+
+    def batch_count(self) -> int:
+        return len(self._batches)
+
+    def reset(self) -> None:
+        """Forget every snapshot (the metric index changed)."""
+        self._batches = {}
+        self.too_large = set()
+
+    async def wait_for_refreshes(self) -> None:
+        """Until the background re-evaluations in flight have finished."""
+        while self._refreshes:
+            await asyncio.wait(set(self._refreshes))
+
+    async def snapshot(
+        self,
+        key: Hashable,
+        plan: Callable[[], BatchPlan],
+        *,
+        family: Hashable,
+        timeout_seconds: float | None,
+    ) -> Snapshot:
+        """A snapshot of ``key`` younger than the max age: the current one, or a new one.
+
+        ``plan`` renders the batch the first time ``key`` is asked for (it may raise the rule's
+        errors, which the caller turns into provider errors). ``family`` names the batches of one
+        (metric, resource, selector) for ``max_series``."""
+        now = self._clock.monotonic()
+        batch = self._batches.get(key)
+        if batch is None:
+            self._forget_idle(now)
+            batch = self._batches[key] = _Batch(plan())
+        batch.last_request = now
+        max_age = self.settings.max_age_seconds
+        current = batch.snapshot
+        if current is not None:
+            age = now - current.sent_monotonic
+            if age <= max_age:
+                # renew ahead: a quarter of the max age, or twice the last evaluation's
+                # duration when that is longer, so a slow query still lands in time
+                lead = max((1 - REFRESH_AHEAD) * max_age, 2 * batch.last_duration)
+                if age > max_age - lead:
+                    self._refresh_in_background(key, batch, family, timeout_seconds)
+                return current
+        snapshot, _ = await self._flight.do(
+            key,
+            lambda: self._evaluate(key, batch, family, timeout_seconds),
+            name=f"batched evaluation ({self._api})",
+        )
+        return snapshot
+
+    # ------------------------------------------------------------------ internals
+
+    def _forget_idle(self, now: float) -> None:
+        horizon = IDLE_INTERVALS * self.settings.max_age_seconds
+        idle = [key for key, batch in self._batches.items() if now - batch.last_request > horizon]
+        for key in idle:
+            del self._batches[key]
+
+    def _refresh_in_background(
+        self, key: Hashable, batch: _Batch, family: Hashable, timeout_seconds: float | None
+    ) -> None:
+        if batch.evaluating:
+            return
+
+        async def refresh() -> None:
+            await self._flight.do(
+                key,
+                lambda: self._evaluate(key, batch, family, timeout_seconds),
+                name=f"batched evaluation ({self._api})",
+            )
+
+        task = asyncio.create_task(refresh(), name=f"batched refresh ({self._api})")
+        self._refreshes.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._refreshes.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.warning(
+                    "batched_refresh_failed", api=self._api, error=str(finished.exception())
+                )
+
+        task.add_done_callback(done)
+
+    async def _evaluate(
+        self, key: Hashable, batch: _Batch, family: Hashable, timeout_seconds: float | None
+    ) -> Snapshot:
+        plan = batch.plan
+        sent = self._clock.monotonic()
+        evaluated = self._clock.now().timestamp()
+        batch.evaluating = True
+        try:
+            result = await run_instant(
+                self._querier, plan.query, time_seconds=evaluated, timeout_seconds=timeout_seconds
+            )
+            samples = vector_samples(result)
+            large = len(samples) >= LARGE_ANSWER_SAMPLES  # off the event loop, as decoding was
+            groups = None
+            values: dict[str, dict[str, Sample]] = {}
+            freshness: dict[str, dict[str, Freshness]] | None = None
+            if plan.grouped:
+                groups = (
+                    await asyncio.to_thread(group_answer, plan, samples)
+                    if large
+                    else group_answer(plan, samples)
+                )
+            elif large:
+                values, freshness = await asyncio.to_thread(index_answer, plan, samples)
+            else:
+                values, freshness = index_answer(plan, samples)
+        except MetricFetchError:
+            self._count_evaluation("error")
+            raise
+        finally:
+            batch.evaluating = False
+        self._count_evaluation("success")
+        batch.last_duration = self._clock.monotonic() - sent
+        snapshot = Snapshot(sent, evaluated, values, freshness, len(samples), groups)
+        latest = batch.snapshot
+        if latest is None or latest.sent_monotonic <= sent:
+            batch.snapshot = snapshot
+        limit = self.settings.max_series
+        if limit is not None and plan.namespace_label is not None:
+            series = len(samples) // 2 if plan.probed else len(samples)
+            if series > limit:
+                log.info("batch_per_namespace", api=self._api, series=series, max_series=limit)
+                self.too_large.add(family)
+        return snapshot
+
+    def _count_evaluation(self, result: str) -> None:
+        if self._metrics is not None:
+            self._metrics.batch_evaluations.labels(self._api, result).inc()
+
+    def count_answer(self, path: str) -> None:
+        """One request answered by ``path``: ``snapshot``, or ``per_request_rule`` /
+        ``per_request_selector`` when it fell back (the rule or the selector cannot batch)."""
+        if self._metrics is not None:
+            self._metrics.batch_requests.labels(self._api, path).inc()

@@ -1,0 +1,220 @@
+"""The batcher's freshness rules on an injected clock: served while younger than the max age,
+renewed in the background past REFRESH_AHEAD of it, waited for past it, shared by concurrent
+requests, forgotten when nobody asks, per namespace past ``max_series``; and the provider's
+counters of requests answered from snapshots and per request."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from adapter.prometheus.results import InstantResult, Sample
+from adapter.providers import (
+    BatchSettings,
+    CustomMetricsProvider,
+    MetricIndex,
+    MetricRelister,
+    ProviderMetrics,
+    ValueSettings,
+    custom_metric_request,
+)
+from adapter.providers.batch import IDLE_INTERVALS, REFRESH_AHEAD, Batcher, BatchPlan
+from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
+from tests.adapter.providers.fake_pods import FakePodLister
+from tests.adapter.providers.queriers import InstantOnlyQuerier
+from tests.fakes.clock import FakeClock
+
+PLAN = BatchPlan(
+    'sum(x{namespace!="",pod!=""}) by (namespace,pod)',
+    False,
+    resource_label="pod",
+    namespace_label="namespace",
+    namespace=None,
+)
+
+
+class ScriptedQuerier(InstantOnlyQuerier):
+    """A ``PrometheusQuerier`` answering every instant query with ``samples``; each query
+    waits for ``gate`` when one is set (to hold an evaluation in flight)."""
+
+    def __init__(self, samples: Sequence[Sample]) -> None:
+        self.samples = tuple(samples)
+        self.queries: list[tuple[str, float | None]] = []
+        self.gate: asyncio.Event | None = None
+
+    async def query(
+        self,
+        query: str,
+        *,
+        time_seconds: float | None = None,
+        timeout_seconds: float | None = None,
+    ) -> InstantResult:
+        self.queries.append((query, time_seconds))
+        if self.gate is not None:
+            await self.gate.wait()
+        return InstantResult("vector", self.samples)
+
+    async def series(
+        self,
+        matches: Sequence[str],
+        *,
+        start_seconds: float | None = None,
+        end_seconds: float | None = None,
+        timeout_seconds: float | None = None,
+    ) -> list[Series]:
+        return [Series("x", {"namespace": "web", "pod": "p-0"})]
+
+
+def _samples(count: int, value: str = "1") -> list[Sample]:
+    return [
+        Sample({"namespace": f"ns-{i % 2}", "pod": f"p-{i}"}, 100.0, value) for i in range(count)
+    ]
+
+
+def _batcher(querier: ScriptedQuerier, clock: FakeClock, **settings: float) -> Batcher:
+    return Batcher(
+        querier,
+        settings=BatchSettings(max_age_seconds=7.5, **settings),  # type: ignore[arg-type]
+        clock=clock,
+        api="custom",
+    )
+
+
+async def test_served_from_memory_while_young_renewed_ahead_and_waited_for_when_old() -> None:
+    querier = ScriptedQuerier(_samples(4))
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+
+    async def ask() -> object:
+        return await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+
+    first = await ask()
+    assert len(querier.queries) == 1
+    assert querier.queries[0][1] == clock.now().timestamp()  # evaluated at the adapter's now
+    await clock.advance(REFRESH_AHEAD * 7.5 - 0.1)
+    assert await ask() is first  # young: no query
+    assert len(querier.queries) == 1
+    await clock.advance(0.2)  # past REFRESH_AHEAD: the old snapshot, and one renewal behind it
+    assert await ask() is first
+    assert await ask() is first
+    await batcher.wait_for_refreshes()
+    assert len(querier.queries) == 2
+    renewed = await ask()
+    assert renewed is not first
+    await clock.advance(7.6)  # older than the max age: the request waits for a new one
+    assert await ask() is not renewed
+    assert len(querier.queries) == 3
+
+
+async def test_a_slow_evaluation_is_renewed_earlier_so_it_lands_in_time() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    querier.gate = asyncio.Event()
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    first = asyncio.create_task(
+        batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    )
+    await clock.advance(3.0)  # the evaluation took 3 s
+    querier.gate.set()
+    snapshot = await first
+    # 3 s after it was sent, past 7.5 - 2 x 3 = 1.5 s (REFRESH_AHEAD alone would wait for 5.6 s)
+    assert await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None) is snapshot
+    await batcher.wait_for_refreshes()
+    assert len(querier.queries) == 2  # renewed well before REFRESH_AHEAD of the max age
+
+
+async def test_concurrent_requests_share_one_evaluation() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    querier.gate = asyncio.Event()
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    waiting = [
+        asyncio.create_task(batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None))
+        for _ in range(5)
+    ]
+    await clock.settle()
+    querier.gate.set()
+    snapshots = await asyncio.gather(*waiting)
+    assert len(querier.queries) == 1
+    assert all(snapshot is snapshots[0] for snapshot in snapshots)
+    assert dict(snapshots[0].values_in("ns-1")) == {"p-1": querier.samples[1]}
+    assert snapshots[0].values_in("nowhere") == {}
+
+
+async def test_a_batch_nobody_asks_for_is_not_evaluated_and_is_forgotten() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    await batcher.snapshot("idle", lambda: PLAN, family="idle", timeout_seconds=None)
+    await clock.advance(IDLE_INTERVALS * 7.5 * 3)
+    assert len(querier.queries) == 1  # no request, no evaluation
+    await batcher.snapshot("other", lambda: PLAN, family="other", timeout_seconds=None)
+    assert batcher.batch_count() == 1  # "idle" was dropped
+
+
+async def test_an_answer_over_max_series_makes_the_family_per_namespace() -> None:
+    querier = ScriptedQuerier(_samples(10))
+    clock = FakeClock()
+    batcher = _batcher(querier, clock, max_series=5)
+    await batcher.snapshot("k", lambda: PLAN, family="fam", timeout_seconds=None)
+    assert "fam" in batcher.too_large
+
+
+def test_batch_settings_refuse_nonsense() -> None:
+    with pytest.raises(ValueError, match="max_age_seconds"):
+        BatchSettings(max_age_seconds=-1)
+    with pytest.raises(ValueError, match="max_series"):
+        BatchSettings(max_series=0)
+    assert not BatchSettings(max_age_seconds=0).enabled
+
+
+RULES = """
+rules:
+- seriesQuery: 'x{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> None:
+    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    metrics = ProviderMetrics(registry)
+    mapper = StaticRESTMapper.builtin()
+    relister = MetricRelister(
+        querier,
+        custom_namers=namers_from_config(load_rules(RULES, source="t").rules, mapper),
+        mapper=mapper,
+        clock=clock,
+        metrics=metrics,
+    )
+    index: MetricIndex = await relister.relist()
+    assert index.custom.info
+    provider = CustomMetricsProvider(
+        querier,
+        relister,
+        pod_lister=FakePodLister({"web": {"p-0": {}}}),
+        settings=ValueSettings(max_sample_age_seconds=None),
+        clock=clock,
+        metrics=metrics,
+        batching=BatchSettings(),
+    )
+    info = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+    for _ in range(3):
+        value = await provider.get_metric_by_name(info, "p-0", namespace="web")
+        assert value.value_milli == 2000
+    batched = [query for query, _ in querier.queries if 'pod!=""' in query]
+    assert len(batched) == 1
+    await provider.get_metric_by_name(info, "p-0", namespace="web", metric_selector="pod=p-0")
+
+    def count(path: str) -> float | None:
+        return registry.get_sample_value(
+            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
+        )
+
+    assert count("snapshot") == 3
+    assert count("per_request_selector") == 1
