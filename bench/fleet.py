@@ -27,7 +27,8 @@ Phases:
 1. **per request** (``--batch-max-age=0s``): ``--per-request-rate`` requests/s for
    ``--per-request-seconds``; Prometheus CPU seconds per query, times the fleet's query rate
    (HPAs / period) gives the cores Prometheus would spend for the whole fleet;
-2. **batched** (the default ``--batch-max-age``, 7.5 s): ``--rate`` requests/s (default 1,000)
+2. **batched** (``--batch-max-age=7.5s``, half the HPA sync period): ``--rate`` requests/s
+   (default 1,000)
    for ``--seconds``: latency p50/p99, errors, adapter CPU, and Prometheus CPU in cores above its
    idle rate (measured just before);
 3. **discovery**: ``GET /apis/custom.metrics.k8s.io/v1beta2`` at ``--discovery-rate`` for 10 s on
@@ -435,7 +436,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
             rules=RULES,
             kube_url=kube_url,
             prometheus_url=prometheus.url,
-            extra=[],
+            extra=["--batch-max-age=7.5s"],
         )
         requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
         try:

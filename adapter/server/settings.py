@@ -25,7 +25,6 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from adapter.prometheus.connection import check_header
-from adapter.providers.batch import DEFAULT_BATCH_MAX_AGE_SECONDS
 from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
 from hpa.core.duration import parse_duration_seconds
@@ -95,9 +94,10 @@ class Settings:
         query alone (seconds, default 1; 0 probes on every request;
         ``--staleness-probe-reuse``, ours: docs/adapter-values.md).
       batch_max_age_seconds: custom-metrics requests of batchable rules are answered from one
-        query per rule for every object while its answer is younger than this (seconds,
-        default 7.5, half the HPA's 15 s sync period; 0 turns batching off;
-        ``--batch-max-age``, ours: docs/adapter-values.md).
+        query per rule for every object while its answer is younger than this (seconds;
+        default 0, batching off, one query per request as prometheus-adapter; 7.5, half the
+        HPA's 15 s sync period, is the value to turn it on with; ``--batch-max-age``, ours:
+        docs/adapter-values.md).
       batch_max_series: a batched answer across namespaces larger than this is evaluated per
         namespace from then on (None: no limit; ``--max-series``).
     Debugging:
@@ -144,7 +144,7 @@ class Settings:
     discovery_interval_seconds: float = 600.0
     max_sample_age_seconds: float = MAX_DEFAULT_SAMPLE_AGE_SECONDS
     staleness_probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
-    batch_max_age_seconds: float = DEFAULT_BATCH_MAX_AGE_SECONDS
+    batch_max_age_seconds: float = 0.0
     batch_max_series: int | None = None
     debug_endpoints: bool = True
     log_level: LogLevel = "info"
@@ -271,7 +271,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=parse_duration_seconds,
         default=d.batch_max_age_seconds,
         help="answer custom metrics from one query per rule for every object while it is "
-        "younger than this (0s: one query per request)",
+        "younger than this (default 0s: one query per request; 7.5s: half the HPA sync period)",
     )
     p(
         "--max-series",
