@@ -9,7 +9,8 @@ providers on a fresh metrics registry, relists them once (``RelistError`` → fa
 the reference. What else the file configures (its ``routes:`` section, ``adapter.server.router``)
 is checked against the relisted providers by the ``adopt`` hook and put in service in the same
 step, so routes and rules always come from one file. Requests read ``current`` once and finish on
-the providers they started with; the Prometheus client is shared and stays open. A failed reload keeps the previous providers.
+the providers they started with; the Prometheus client is shared and stays open. A failed reload
+keeps the previous providers.
 """
 
 from __future__ import annotations
