@@ -225,6 +225,11 @@ class Backend:
 
     async def forward(self, request: web.Request) -> web.Response:
         """Pass ``request`` on with this server's identity; the answer comes back as it is."""
+        raw_path = request.rel_url.raw_path
+        if any(part in (".", "..") for part in raw_path.split("/")):
+            # authorized as written here; a backend that resolves dot segments would read
+            # another path, so none is sent
+            raise status.bad_request("a path with '.' or '..' segments is not forwarded")
         accept = request.headers.get("Accept", "application/json")
         answer = await self.get(request.rel_url.raw_path_qs, accept=accept)
         return web.Response(
@@ -334,7 +339,7 @@ class Router:
         self._source = source
         self._table: _Table | None = None
         self._retired: list[Backend] = []
-        self._local_cache: tuple[bytes, frozenset[str]] | None = None
+        self._local_cache: dict[str, tuple[bytes, frozenset[str]]] = {}
         self._conflicts: dict[str, tuple[str, ...]] = {}
         self._changed = asyncio.Event()
 
@@ -360,7 +365,9 @@ class Router:
                 )
         if local is not None:
             for group, group_version in _group_versions():
-                conflicts = self._local_conflicts(group, routes, local(group_version))
+                conflicts = self._local_conflicts(
+                    group, routes, group_version, local(group_version)
+                )
                 if conflicts:
                     raise RuleConfigError(
                         f"{', '.join(sorted(conflicts))} served by the rules and also matched by "
@@ -399,10 +406,11 @@ class Router:
 
     # ------------------------------------------------------------------ ownership
 
-    def _local_names(self, body: bytes | None) -> frozenset[str]:
+    def _local_names(self, group_version: str, body: bytes | None) -> frozenset[str]:
+        """The names in this adapter's list of ``group_version``, parsed once per list."""
         if body is None:
             return frozenset()
-        cached = self._local_cache
+        cached = self._local_cache.get(group_version)
         if cached is not None and cached[0] == body:
             return cached[1]
         try:
@@ -410,16 +418,18 @@ class Router:
         except orjson.JSONDecodeError:
             return frozenset()
         names = frozenset(_names(document.get("resources") or ()))
-        self._local_cache = (body, names)
+        self._local_cache[group_version] = (body, names)
         return names
 
-    def _local_conflicts(self, group: str, routes: RoutesConfig, body: bytes | None) -> list[str]:
+    def _local_conflicts(
+        self, group: str, routes: RoutesConfig, group_version: str, body: bytes | None
+    ) -> list[str]:
         group_routes = routes.group(group)
         if group_routes is None or not group_routes.metrics:
             return []
         return [
             name
-            for name in self._local_names(body)
+            for name in self._local_names(group_version, body)
             if group_routes.owner(metric_of(group, name)) is not None
         ]
 
@@ -441,7 +451,8 @@ class Router:
             if resource == "metrics":  # namespaces/{ns}/metrics/{metric}: a namespace's metric
                 resource = "namespaces"
             key = metric if group == wire.EXTERNAL_GROUP else f"{resource}/{metric}"
-            if key in self._local_names(local(f"{group}/{version}")):
+            group_version = f"{group}/{version}"
+            if key in self._local_names(group_version, local(group_version)):
                 return None
             owner = routes.default
         return table.backends[owner]

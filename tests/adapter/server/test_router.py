@@ -259,3 +259,16 @@ async def test_no_routes_leaves_every_request_here() -> None:
         await h.get_json(OURS_PATH)
         discovery = await h.get_json(f"/apis/{CUSTOM}")
     assert names(discovery) == ["pods/ours_rps"]
+
+
+async def test_a_path_with_dot_segments_is_not_forwarded() -> None:
+    async with routed() as (h, _keda, legacy, _router):
+        reader, writer = await asyncio.open_connection(h.client.host, h.client.port)
+        path = f"/apis/{CUSTOM}/namespaces/x/pods/../legacy_rps"
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nX-Test-User: alice\r\n\r\n".encode())
+        await writer.drain()
+        answer = await reader.read(4096)
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"is not forwarded" in answer
+    assert legacy.metric_requests() == []
