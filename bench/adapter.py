@@ -1148,94 +1148,108 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f}"
 
 
-def render_route(result: Run, *, command: str, rate: float) -> str:
-    ms = _ms
-    by_name = {segment.name: segment for segment in result.segments}
-    lines = [
+def _header(result: Run, *, command: str) -> list[str]:
+    return [
         f"$ {command}",
         f"load average before {result.load_before[0]:.2f}, after {result.load_after[0]:.2f} "
         f"(1 min; {os.cpu_count()} CPUs)",
-        "",
-        "| path | sent | errors | p50 ms | p99 ms | max ms | client lag p99 ms "
-        "| backend adapter CPU s/1k req | router CPU s/1k req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for segment in result.segments:
-        lines.append(
-            f"| {segment.name} | {segment.sent} | {segment.errors} | {ms(segment.p(0.5))} "
-            f"| {ms(segment.p(0.99))} | {ms(max(segment.latencies_seconds, default=0.0))} "
-            f"| {ms(percentile(segment.lags_seconds, 0.99))} "
-            f"| {segment.per_thousand(segment.adapter_cpu_seconds):.3f} "
-            f"| {segment.per_thousand(segment.router_cpu_seconds):.3f} |"
+
+
+def _table(segments: Sequence[Segment], cpu: dict[str, Callable[[Segment], float]]) -> list[str]:
+    """One row per path: latencies, the client's lag and CPU per 1,000 requests (``cpu``:
+    column title -> the segment's CPU seconds)."""
+    titles = "".join(f" | {title} CPU s/1k req" for title in cpu)
+    lines = [
+        f"| path | sent | errors | p50 ms | p99 ms | max ms | client lag p99 ms{titles} |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |" + " ---: |" * len(cpu),
+    ]
+    for segment in segments:
+        cells = "".join(
+            f" | {segment.per_thousand(seconds(segment)):.3f}" for seconds in cpu.values()
         )
+        lines.append(
+            f"| {segment.name} | {segment.sent} | {segment.errors} | {_ms(segment.p(0.5))} "
+            f"| {_ms(segment.p(0.99))} | {_ms(max(segment.latencies_seconds, default=0.0))} "
+            f"| {_ms(percentile(segment.lags_seconds, 0.99))}{cells} |"
+        )
+    return lines
+
+
+def _verdict(segments: Sequence[Segment], difference: float, goal: float) -> str:
+    """``met``/``MISSED``, or why the run cannot judge the goal."""
+    verdict = "met" if difference <= goal else "MISSED"
+    lag = max(percentile(segment.lags_seconds, 0.99) for segment in segments)
+    if lag > MAX_CLIENT_LAG_SECONDS or any(segment.errors for segment in segments):
+        verdict = (
+            f"NOT MEASURED: the client fell {_ms(lag)} ms behind its schedule or requests failed, "
+            "so the latencies are this machine's queueing, not the paths'"
+        )
+    return verdict
+
+
+def _errors(segments: Sequence[Segment]) -> list[str]:
+    return [
+        f"error ({segment.name}): {sample}"
+        for segment in segments
+        for sample in segment.error_samples
+    ]
+
+
+def render_route(result: Run, *, command: str, rate: float) -> str:
+    by_name = {segment.name: segment for segment in result.segments}
     backend, routed = by_name["backend"], by_name["routed"]
     difference = routed.p(0.99) - backend.p(0.99)
-    verdict = "met" if difference <= GOAL_ROUTE_P99_DIFFERENCE_SECONDS else "MISSED"
-    lag = max(percentile(segment.lags_seconds, 0.99) for segment in result.segments)
-    if lag > MAX_CLIENT_LAG_SECONDS or any(segment.errors for segment in result.segments):
-        verdict = (
-            f"NOT MEASURED: the client fell {ms(lag)} ms behind its schedule or requests failed"
-        )
-    lines += [
+    verdict = _verdict(result.segments, difference, GOAL_ROUTE_P99_DIFFERENCE_SECONDS)
+    lines = [
+        *_header(result, command=command),
         "",
-        f"routed p99 - backend p99 = {ms(difference)} ms (goal <= "
-        f"{ms(GOAL_ROUTE_P99_DIFFERENCE_SECONDS)} ms: {verdict}); "
-        f"routed p50 - backend p50 = {ms(routed.p(0.5) - backend.p(0.5))} ms",
+        *_table(
+            result.segments,
+            {
+                "backend adapter": lambda s: s.adapter_cpu_seconds,
+                "router": lambda s: s.router_cpu_seconds,
+            },
+        ),
+        "",
+        f"routed p99 - backend p99 = {_ms(difference)} ms (goal <= "
+        f"{_ms(GOAL_ROUTE_P99_DIFFERENCE_SECONDS)} ms: {verdict}); "
+        f"routed p50 - backend p50 = {_ms(routed.p(0.5) - backend.p(0.5))} ms",
         f"router CPU: {routed.per_thousand(routed.router_cpu_seconds):.3f} s per 1,000 requests "
         f"at {rate:g}/s (idle {result.adapter_idle_cpu_per_second:.3f} CPU-s/s); "
         f"{result.forwarded}",
+        *_errors(result.segments),
     ]
-    for segment in result.segments:
-        for sample in segment.error_samples:
-            lines.append(f"error ({segment.name}): {sample}")
     return "\n".join(lines)
 
 
 def render(result: Run, *, command: str, rate: float) -> str:
-    ms = _ms
-
     by_name = {segment.name: segment for segment in result.segments}
-    lines = [
-        f"$ {command}",
-        f"load average before {result.load_before[0]:.2f}, after {result.load_after[0]:.2f} "
-        f"(1 min; {os.cpu_count()} CPUs)",
-        f"PromQL: {result.promql[:110]}{'...' if len(result.promql) > 110 else ''}",
-        "",
-        "| path | sent | errors | p50 ms | p99 ms | max ms | client lag p99 ms "
-        "| adapter CPU s/1k req | Prometheus CPU s/1k req | load generator CPU s/1k req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for segment in result.segments:
-        lines.append(
-            f"| {segment.name} | {segment.sent} | {segment.errors} | {ms(segment.p(0.5))} "
-            f"| {ms(segment.p(0.99))} | {ms(max(segment.latencies_seconds, default=0.0))} "
-            f"| {ms(percentile(segment.lags_seconds, 0.99))} "
-            f"| {segment.per_thousand(segment.adapter_cpu_seconds):.3f} "
-            f"| {segment.per_thousand(segment.prometheus_cpu_seconds):.3f} "
-            f"| {segment.per_thousand(segment.client_cpu_seconds):.3f} |"
-        )
     direct, adapter = by_name["direct"], by_name["adapter"]
     difference = adapter.p(0.99) - direct.p(0.99)
-    verdict = "met" if difference <= GOAL_P99_DIFFERENCE_SECONDS else "MISSED"
-    lag = max(percentile(segment.lags_seconds, 0.99) for segment in result.segments)
-    if lag > MAX_CLIENT_LAG_SECONDS or any(segment.errors for segment in result.segments):
-        verdict = (
-            f"NOT MEASURED: the client fell {ms(lag)} ms behind its schedule or requests failed, "
-            "so the latencies are this machine's queueing, not the paths'"
-        )
+    verdict = _verdict(result.segments, difference, GOAL_P99_DIFFERENCE_SECONDS)
     idle = result.adapter_idle_cpu_per_second
-    lines += [
+    lines = [
+        *_header(result, command=command),
+        f"PromQL: {result.promql[:110]}{'...' if len(result.promql) > 110 else ''}",
         "",
-        f"adapter p99 - direct p99 = {ms(difference)} ms (goal <= "
-        f"{ms(GOAL_P99_DIFFERENCE_SECONDS)} ms: {verdict}); "
-        f"adapter p50 - direct p50 = {ms(adapter.p(0.5) - direct.p(0.5))} ms",
+        *_table(
+            result.segments,
+            {
+                "adapter": lambda s: s.adapter_cpu_seconds,
+                "Prometheus": lambda s: s.prometheus_cpu_seconds,
+                "load generator": lambda s: s.client_cpu_seconds,
+            },
+        ),
+        "",
+        f"adapter p99 - direct p99 = {_ms(difference)} ms (goal <= "
+        f"{_ms(GOAL_P99_DIFFERENCE_SECONDS)} ms: {verdict}); "
+        f"adapter p50 - direct p50 = {_ms(adapter.p(0.5) - direct.p(0.5))} ms",
         f"adapter CPU: {adapter.per_thousand(adapter.adapter_cpu_seconds):.3f} s per 1,000 "
         f"requests at {rate:g}/s ({adapter.adapter_cpu_seconds / adapter.wall_seconds:.0%} of "
         f"a core; idle {idle:.3f} CPU-s/s); {result.coalesced}",
+        *_errors(result.segments),
     ]
-    for segment in result.segments:
-        for sample in segment.error_samples:
-            lines.append(f"error ({segment.name}): {sample}")
     return "\n".join(lines)
 
 

@@ -39,6 +39,19 @@ start, before the first relist): raises ``RuleConfigError`` to refuse the file, 
 step that puts it in service, run together with the swap of the providers."""
 
 
+async def sleep_unless(event: asyncio.Event, clock: Clock, seconds: float) -> None:
+    """Sleep ``seconds`` on ``clock``, or less if ``event`` is set meanwhile (not cleared)."""
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiter, sleeper):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 class ReloadError(Exception):
     pass
 
@@ -165,15 +178,7 @@ class ReloadingMetrics:
     async def watch(self) -> None:
         """Reload when the file's (inode, size, mtime) changes or a reload is requested."""
         while True:
-            waiter = asyncio.ensure_future(self._requested.wait())
-            sleeper = asyncio.ensure_future(self._clock.sleep(self._check_interval_seconds))
-            try:
-                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (waiter, sleeper):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await sleep_unless(self._requested, self._clock, self._check_interval_seconds)
             requested = self._requested.is_set()
             self._requested.clear()
             if requested or self._stat() != self._stamp:

@@ -58,6 +58,7 @@ from adapter.rules import RuleConfig, RuleConfigError
 from adapter.rules.config import ROUTED_GROUPS, GroupRoutes, RouteBackend, RoutesConfig
 from adapter.server import status, wire
 from adapter.server.ports import Clock, Metrics
+from adapter.server.reload import sleep_unless
 from adapter.server.status import StatusError
 
 log = structlog.get_logger(__name__)
@@ -536,15 +537,7 @@ class Router:
             await self.refresh()
             routes = self.routes
             interval = routes.discovery_interval_seconds if routes is not None else 30.0
-            sleeper = asyncio.ensure_future(self._clock.sleep(interval))
-            waiter = asyncio.ensure_future(self._changed.wait())
-            try:
-                await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (sleeper, waiter):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await sleep_unless(self._changed, self._clock, interval)
 
     async def close(self) -> None:
         for backend in [*self.backends(), *self._retired]:
