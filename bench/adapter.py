@@ -645,39 +645,51 @@ async def measure(
             )
         )
     try:
-        # Warm-up: connections, caches (SubjectAccessReview), the interpreter's own warm-up.
+        return await alternate(
+            paths,
+            rate_per_second=rate_per_second,
+            duration_seconds=duration_seconds,
+            rounds=rounds,
+            cpu={"adapter_cpu_seconds": adapter_pid, "prometheus_cpu_seconds": prometheus_pid},
+        )
+    finally:
+        adapter_pool.close()
+        prometheus_pool.close()
+
+
+async def alternate(
+    paths: Sequence[tuple[Segment, LoadPath]],
+    *,
+    rate_per_second: float,
+    duration_seconds: float,
+    rounds: int,
+    cpu: dict[str, int],
+) -> list[Segment]:
+    """A warm-up of each path, then ``rounds`` alternating measured segments per path; ``cpu``
+    names a ``Segment`` field and the process whose CPU seconds it adds up."""
+    # Warm-up: connections, caches (SubjectAccessReview), the interpreter's own warm-up.
+    for segment, path in paths:
+        await open_loop(
+            path, segment, rate_per_second=rate_per_second, duration_seconds=2.0, record=False
+        )
+    for _ in range(rounds):
         for segment, path in paths:
+            before = {field_name: process_cpu_seconds(pid) for field_name, pid in cpu.items()}
+            client_before = time.process_time()
+            started = time.monotonic()
             await open_loop(
                 path,
                 segment,
                 rate_per_second=rate_per_second,
-                duration_seconds=2.0,
-                record=False,
+                duration_seconds=duration_seconds / rounds,
             )
-        per_round = duration_seconds / rounds
-        for _ in range(rounds):
-            for segment, path in paths:
-                adapter_before = process_cpu_seconds(adapter_pid)
-                prometheus_before = process_cpu_seconds(prometheus_pid)
-                client_before = time.process_time()
-                started = time.monotonic()
-                await open_loop(
-                    path,
-                    segment,
-                    rate_per_second=rate_per_second,
-                    duration_seconds=per_round,
-                )
-                segment.wall_seconds += time.monotonic() - started
-                segment.intervals.append((started, time.monotonic()))
-                segment.client_cpu_seconds += time.process_time() - client_before
-                segment.adapter_cpu_seconds += process_cpu_seconds(adapter_pid) - adapter_before
-                segment.prometheus_cpu_seconds += (
-                    process_cpu_seconds(prometheus_pid) - prometheus_before
-                )
-        return [segment for segment, _ in paths]
-    finally:
-        adapter_pool.close()
-        prometheus_pool.close()
+            segment.wall_seconds += time.monotonic() - started
+            segment.intervals.append((started, time.monotonic()))
+            segment.client_cpu_seconds += time.process_time() - client_before
+            for field_name, pid in cpu.items():
+                spent = process_cpu_seconds(pid) - before[field_name]
+                setattr(segment, field_name, getattr(segment, field_name) + spent)
+    return [segment for segment, _ in paths]
 
 
 def adapter_load_path(name: str, url: str, pool: ConnectionPool, *, pods: int) -> LoadPath:
@@ -720,28 +732,13 @@ async def measure_route(
         (Segment("routed"), adapter_load_path("routed", router_url, pools[1], pods=pods)),
     ]
     try:
-        for segment, path in paths:
-            await open_loop(
-                path, segment, rate_per_second=rate_per_second, duration_seconds=2.0, record=False
-            )
-        for _ in range(rounds):
-            for segment, path in paths:
-                backend_before = process_cpu_seconds(backend_pid)
-                router_before = process_cpu_seconds(router_pid)
-                client_before = time.process_time()
-                started = time.monotonic()
-                await open_loop(
-                    path,
-                    segment,
-                    rate_per_second=rate_per_second,
-                    duration_seconds=duration_seconds / rounds,
-                )
-                segment.wall_seconds += time.monotonic() - started
-                segment.intervals.append((started, time.monotonic()))
-                segment.client_cpu_seconds += time.process_time() - client_before
-                segment.adapter_cpu_seconds += process_cpu_seconds(backend_pid) - backend_before
-                segment.router_cpu_seconds += process_cpu_seconds(router_pid) - router_before
-        return [segment for segment, _ in paths]
+        return await alternate(
+            paths,
+            rate_per_second=rate_per_second,
+            duration_seconds=duration_seconds,
+            rounds=rounds,
+            cpu={"adapter_cpu_seconds": backend_pid, "router_cpu_seconds": router_pid},
+        )
     finally:
         for pool in pools:
             pool.close()
