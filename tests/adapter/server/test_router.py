@@ -272,3 +272,15 @@ async def test_a_path_with_dot_segments_is_not_forwarded() -> None:
     assert answer.startswith(b"HTTP/1.1 400 ")
     assert b"is not forwarded" in answer
     assert legacy.metric_requests() == []
+
+
+async def test_a_relisted_rule_that_claims_a_routed_name_leaves_it_to_the_route() -> None:
+    async with routed() as (h, _keda, _legacy, _router):
+        h.providers.documents[EXTERNAL] = orjson.dumps(resource_list(EXTERNAL, "s0-queue", "x"))
+        external = await h.get_json(f"/apis/{EXTERNAL}")
+        conflicts = h.registry.get_sample_value(
+            "hpa_adapter_route_conflicts", {"group": "external.metrics.k8s.io"}
+        )
+    assert names(external).count("s0-queue") == 1  # keda's entry, not ours
+    assert "x" in names(external)
+    assert conflicts == 1
