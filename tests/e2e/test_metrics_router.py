@@ -171,18 +171,8 @@ def routed(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Route
         name="router-prometheus-adapter",
     )
     url = f"https://{HOST}:{port}"
-    prometheus_adapter.wait_ready(
-        url,
-        context=lab.front_proxy_tls(),
-        group=lab.group,
-        discovery_path="/apis/external.metrics.k8s.io/v1beta1",
-    )
-    ours_rules = adapter_rules(window_seconds=30) + routes(
-        url, ca=lab.pki.ca.pair.cert_path, cert=ours.cert_path, key=ours.key_path
-    )
-    adapter = start_adapter(
-        lab, tmp_path_factory.mktemp("router-ours"), rules=ours_rules, relist_interval="2s"
-    )
+    # Everything starts at once: the router tolerates a backend that is not up yet (it refreshes
+    # discovery every 2 s) and the controller one that has no metrics yet.
     lab.apply(
         [
             hpa_manifest(
@@ -204,7 +194,13 @@ def routed(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Route
     controller = start_controller(
         lab,
         "router-hpa-controller",
-        flags=["--horizontal-pod-autoscaler-sync-period=2s", "--leader-elect=false"],
+        flags=["--horizontal-pod-autoscaler-sync-period=1s", "--leader-elect=false"],
+    )
+    ours_rules = adapter_rules(window_seconds=30) + routes(
+        url, ca=lab.pki.ca.pair.cert_path, cert=ours.cert_path, key=ours.key_path
+    )
+    adapter = start_adapter(
+        lab, tmp_path_factory.mktemp("router-ours"), rules=ours_rules, relist_interval="2s"
     )
     try:
         yield Routed(lab, theirs, adapter, controller)
