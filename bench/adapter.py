@@ -617,18 +617,7 @@ async def measure(
         ),
         (
             Segment("adapter"),
-            LoadPath(
-                name="adapter",
-                pool=adapter_pool,
-                request=http_request(
-                    adapter_host,
-                    adapter_port,
-                    ADAPTER_PATH,
-                    [("X-Remote-User", HPA_USER), ("X-Remote-Group", "system:serviceaccounts")],
-                ),
-                item_marker=b'"describedObject":',
-                items=pods,
-            ),
+            adapter_load_path("adapter", target.adapter_url, adapter_pool, pods=pods),
         ),
     ]
     if probe_path:
