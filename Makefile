@@ -11,9 +11,9 @@ HPA_CACHE ?= $(HOME)/.cache/hpa
 export HPA_CACHE
 # The install stamp changes with pyproject.toml, so a second run reinstalls nothing.
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=30
 
-.PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab manifests wheel-check
+.PHONY: help venv test demo lint typecheck imports pytest unit system-deps lab-bins lab manifests wheel-check lock image image-base image-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -38,10 +38,10 @@ imports: venv ## import-linter layer contracts
 	$(BIN)/lint-imports
 
 unit: venv system-deps ## the tests that need no lab (fast path while developing)
-	$(BIN)/pytest -m 'not e2e' $(PYTEST_ARGS)
+	$(BIN)/pytest -m 'not e2e and not image' $(PYTEST_ARGS)
 
 pytest: venv
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -m 'not image' $(PYTEST_ARGS)
 
 test: venv lint typecheck imports system-deps lab-bins wheel-check pytest ## install what the tests need, then run lint, types, contracts and all tests
 
@@ -107,3 +107,35 @@ wheel-check: venv ## build the wheel and sdist, install the wheel into a fresh v
 	"$$dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$$dir"/dist/hpa-*.whl; \
 	cd "$$dir" && venv/bin/hpa --help >/dev/null && venv/bin/hpa controller --help >/dev/null && \
 	echo "wheel-check: $$(ls dist | tr "\n" " ")installed into a fresh venv: $$(venv/bin/hpa --version)"
+
+# requirements.lock: every runtime dependency pinned with the hashes of all its files on PyPI
+# (pip-compile --generate-hashes), from pyproject.toml's [project.dependencies]. The image and the
+# Dockerfile install exactly this. pip-tools lives in its own venv under the cache, not in .venv.
+PIP_TOOLS := $(HPA_CACHE)/pip-tools-7.6.2
+lock: ## regenerate requirements.lock (pinned runtime dependencies with hashes) from pyproject.toml
+	@test -x $(PIP_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(PIP_TOOLS) && \
+	  $(PIP_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check 'pip==26.3' 'pip-tools==7.6.2'; }
+	$(PIP_TOOLS)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+	  --no-emit-find-links --no-emit-index-url --output-file=requirements.lock pyproject.toml
+
+# The container image without a container daemon (tests/delivery/image.py): mmdebstrap makes a
+# minimal Debian bookworm base with python3.11, cached under $(HPA_CACHE)/image/ and keyed by its
+# package lists; the venv is installed from requirements.lock; the result is an oci-archive.
+# Needs root (mmdebstrap, chroot). `make test` builds the base only when the cache misses it.
+image-deps: ## install mmdebstrap, skopeo and binutils (Debian packages) if missing
+	@pkgs=""; \
+	command -v mmdebstrap >/dev/null || pkgs="$$pkgs mmdebstrap"; \
+	command -v skopeo >/dev/null || pkgs="$$pkgs skopeo"; \
+	command -v strip >/dev/null || pkgs="$$pkgs binutils"; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "image-deps: installing$$pkgs"; \
+	  $(SUDO) apt-get update -qq; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs; \
+	fi
+
+image-base: venv image-deps ## build (once) the cached Debian base and download the locked wheels
+	$(BIN)/python -m tests.delivery.image --base-only
+
+image: venv image-deps ## build dist/hpa-<version>.oci.tar and test it from its own root filesystem (docs/install.md)
+	$(BIN)/python -m tests.delivery.image
+	$(BIN)/pytest -m image tests/delivery/test_image.py

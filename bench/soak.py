@@ -18,13 +18,26 @@ descriptors (``/proc/PID/fd``) and threads (``Threads``). At the end it prints, 
 least-squares slope per hour of each series over the run after the first ``--warmup-minutes``,
 and the first and last values. The goal is an RSS slope below 1 MB per hour. Slopes are
 machine-independent enough to compare; absolute RSS is not asserted.
+
+``--tracemalloc DIR`` runs both processes with Python's allocation tracing
+(``bench/tracing/sitecustomize.py``): a heap snapshot every ``--snapshot-minutes``, and at the
+end, per process, the traced Python heap at each snapshot with its slope per hour, and the
+allocation sites that grew most between the first snapshot after the warm-up and the last. A
+Python heap that stays flat while RSS grows points at the allocator or native code, not at a
+Python object kept alive. Tracing costs CPU and memory of its own: compare RSS slopes only
+between runs without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
+import sysconfig
 import time
+import tracemalloc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +58,8 @@ from tests.lab.pki import issue_certificate
 
 NAMESPACE = "soak"
 USER = "hpa-controller-soak"
+REPO = Path(__file__).resolve().parent.parent
+TRACING = REPO / "bench" / "tracing"
 
 
 @dataclass
@@ -77,6 +92,66 @@ def slope_per_hour(times: list[float], values: list[float]) -> float:
     return cov / var * 3600
 
 
+@contextlib.contextmanager
+def traced(directory: Path | None, *, seconds: float) -> Iterator[None]:
+    """While open, processes started inherit allocation tracing (``bench/tracing``)."""
+    if directory is None:
+        yield
+        return
+    saved = dict(os.environ)
+    python_path = [str(TRACING), *filter(None, [os.environ.get("PYTHONPATH")])]
+    os.environ.update(
+        {
+            "PYTHONPATH": os.pathsep.join(python_path),
+            "HPA_TRACEMALLOC_DIR": str(directory),
+            "HPA_TRACEMALLOC_SECONDS": f"{seconds:g}",
+        }
+    )
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def short(filename: str) -> str:
+    for marker in ("/site-packages/", f"{sysconfig.get_path('stdlib')}/", f"{REPO}/"):
+        if marker in filename:
+            return filename.rsplit(marker, 1)[-1]
+    return filename
+
+
+def report_heap(name: str, pid: int, directory: Path, *, warmup_seconds: float) -> None:
+    """The traced heap at each snapshot of ``pid``, its slope, and the sites that grew most."""
+    paths = sorted(directory.glob(f"{pid}-*.snapshot"))
+    if len(paths) < 2:
+        print(f"  {name}: {len(paths)} heap snapshot(s), too few to compare")
+        return
+    times = [float(path.stem.rsplit("-", 1)[1]) for path in paths]
+    sizes = []
+    for path in paths:
+        snapshot = tracemalloc.Snapshot.load(str(path))
+        sizes.append(sum(stat.size for stat in snapshot.statistics("filename")) / 2**20)
+    keep = [i for i, t in enumerate(times) if t >= warmup_seconds] or [0, len(paths) - 1]
+    first = keep[0] if len(keep) > 1 else 0
+    slope = slope_per_hour([times[i] for i in keep], [sizes[i] for i in keep])
+    print(
+        f"  {name:10} Python heap (traced) "
+        + " ".join(f"{size:.1f}" for size in sizes)
+        + f" MB, slope {slope:+.2f} MB/h after the warm-up"
+    )
+    before = tracemalloc.Snapshot.load(str(paths[first]))
+    after = tracemalloc.Snapshot.load(str(paths[-1]))
+    for stat in after.compare_to(before, "traceback")[:12]:
+        if stat.size_diff <= 0:
+            break
+        frames = [f"{short(frame.filename)}:{frame.lineno}" for frame in stat.traceback[-4:]]
+        print(
+            f"    {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks  "
+            + " <- ".join(reversed(frames))
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.soak", description=__doc__.split("\n")[0]
@@ -87,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", type=int, default=20)
     parser.add_argument("--sample-seconds", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tracemalloc", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--snapshot-minutes", type=float, default=5)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     config = LabConfig(control_plane=ControlPlaneConfig(node_count=3))
@@ -94,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         work = lab.work_dir / "soak"
         work.mkdir()
         lab.kubectl("create", "namespace", NAMESPACE)
-        adapter = start_adapter(lab, work, rules=adapter_rules(window_seconds=5))
+        every = args.snapshot_minutes * 60
+        with traced(args.tracemalloc, seconds=every):
+            adapter = start_adapter(lab, work, rules=adapter_rules(window_seconds=5))
         client = issue_certificate(
             lab.pki.ca,
             work / USER,
@@ -123,9 +202,13 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 ]
             )
-        controller = start_controller(
-            lab, USER, kubeconfig=kubeconfig, flags=["--horizontal-pod-autoscaler-sync-period=5s"]
-        )
+        with traced(args.tracemalloc, seconds=every):
+            controller = start_controller(
+                lab,
+                USER,
+                kubeconfig=kubeconfig,
+                flags=["--horizontal-pod-autoscaler-sync-period=5s"],
+            )
         proxy.set_rate(args.fault_rate)
         processes = {"controller": controller.process.pid, "adapter": adapter.process.pid}
         series = {name: Series() for name in processes}
@@ -167,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"  {name:10} {label:8} {values[0]:8.1f} -> {values[-1]:8.1f} {unit:2} "
                     f"slope {slope_per_hour(times, kept):+8.2f} {unit}/h"
                 )
+        if args.tracemalloc is not None:
+            for name, pid in processes.items():
+                report_heap(name, pid, args.tracemalloc, warmup_seconds=warm)
         lab.group.end(controller.name)
         proxy.stop()
         stop_adapter(lab, adapter)

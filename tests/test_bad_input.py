@@ -30,6 +30,7 @@ FILES: Mapping[str, str] = {
     "rules.yaml": "rules:\n- seriesQuery: 'up'\n  name: {matches: '(unclosed'}\n",
     "rules-not-yaml.yaml": "rules: [\n",
     "good-rules.yaml": "rules: []\n",
+    "empty-configmap.yaml": "kind: ConfigMap\napiVersion: v1\nmetadata: {name: adapter}\n",
     "kubeconfig": UNREACHABLE_KUBECONFIG,
     "garbage-kubeconfig": "just: [a, list\n",
     "cert.pem": "not a certificate\n",
@@ -110,6 +111,20 @@ def _cases() -> dict[str, Case]:
         ),
         "adapter-bad-duration": c("1y", *adapter, "--metrics-relist-interval", "1y"),
         "adapter-bad-header": c("no-colon", *adapter, "--prometheus-header", "no-colon"),
+        "adapter-check-config-missing": c(
+            "/nonexistent-rules.yaml", "adapter", "check-config", "/nonexistent-rules.yaml"
+        ),
+        "adapter-check-config-bad-max-age": c(
+            "9parsecs",
+            "adapter",
+            "check-config",
+            "{d}/good-rules.yaml",
+            "--metrics-max-age",
+            "9parsecs",
+        ),
+        "adapter-check-config-empty-configmap": c(
+            "empty-configmap.yaml", "adapter", "check-config", "{d}/empty-configmap.yaml"
+        ),
         "adapter-explain-bad-path": c(
             "/no/such/api", "adapter", "explain", "/no/such/api", *adapter[1:]
         ),

@@ -665,28 +665,69 @@ def _path(parts: list[str | int]) -> str:
     return out
 
 
+def _config_errors(exc: ValidationError, tree: object, source: str) -> list[RuleConfigError]:
+    """Every error of a failed validation, each naming the rule and the field."""
+    out = []
+    for error in exc.errors():
+        loc: list[str | int] = list(error["loc"])
+        reason = _ERROR_TEXT.get(error["type"], error["msg"])
+        if loc[:1] == ["routes"] and error["type"] == "missing":
+            reason = "required"
+        ctx_error = error.get("ctx", {}).get("error")
+        if isinstance(ctx_error, _FieldError):
+            reason = ctx_error.reason
+            if ctx_error.field:
+                loc.extend(ctx_error.field.split("."))
+        rule = ""
+        if len(loc) >= 2 and loc[0] in _RULE_LISTS and isinstance(loc[1], int):
+            rule = _describe_rule(tree, str(loc[0]), loc[1])
+            loc = loc[2:]
+        elif len(loc) >= 2 and loc[0] == "resourceRules" and loc[1] in ("cpu", "memory"):
+            rule = f"resourceRules.{loc[1]}"
+            loc = loc[2:]
+        out.append(RuleConfigError(reason, source=source, rule=rule, field=_path(loc)))
+    return out
+
+
 def _config_error(exc: ValidationError, tree: object, source: str) -> RuleConfigError:
-    errors = exc.errors()
+    errors = _config_errors(exc, tree, source)
     first = errors[0]
-    loc: list[str | int] = list(first["loc"])
-    reason = _ERROR_TEXT.get(first["type"], first["msg"])
-    if loc[:1] == ["routes"] and first["type"] == "missing":
-        reason = "required"
-    ctx_error = first.get("ctx", {}).get("error")
-    if isinstance(ctx_error, _FieldError):
-        reason = ctx_error.reason
-        if ctx_error.field:
-            loc.extend(ctx_error.field.split("."))
-    rule = ""
-    if len(loc) >= 2 and loc[0] in _RULE_LISTS and isinstance(loc[1], int):
-        rule = _describe_rule(tree, str(loc[0]), loc[1])
-        loc = loc[2:]
-    elif len(loc) >= 2 and loc[0] == "resourceRules" and loc[1] in ("cpu", "memory"):
-        rule = f"resourceRules.{loc[1]}"
-        loc = loc[2:]
     if len(errors) > 1:
-        reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-    return RuleConfigError(reason, source=source, rule=rule, field=_path(loc))
+        more = len(errors) - 1
+        return RuleConfigError(
+            first.reason + f" (and {more} more error{'s' if more > 1 else ''})",
+            source=source,
+            rule=first.rule,
+            field=first.field,
+        )
+    return first
+
+
+@dataclass(frozen=True)
+class RuleFileCheck:
+    """What loading a rule file found: the config (None when it did not load), every error
+    and the tolerated problems."""
+
+    config: RuleConfig | None
+    errors: tuple[RuleConfigError, ...]
+    warnings: tuple[str, ...]
+
+
+def check_rule_file(text: str, *, source: str) -> RuleFileCheck:
+    """``load_rules`` that collects every schema error instead of raising the first."""
+    try:
+        tree, warnings = _load_yaml(text, source)
+    except RuleConfigError as error:
+        return RuleFileCheck(None, (error,), ())
+    if not isinstance(tree, Mapping):
+        not_mapping = RuleConfigError("the rule file must be a YAML mapping", source=source)
+        return RuleFileCheck(None, (not_mapping,), warnings)
+    try:
+        config = RuleConfig.model_validate(tree)
+    except ValidationError as exc:
+        return RuleFileCheck(None, tuple(_config_errors(exc, tree, source)), warnings)
+    config._warnings = warnings
+    return RuleFileCheck(config, (), warnings)
 
 
 def load_rules(text: str, *, source: str) -> RuleConfig:

@@ -9,12 +9,16 @@ prometheus-adapter normalizes every group-resource through a discovery-backed RE
 only need two questions answered, so ``RESTMapper`` is a two-method protocol; ``StaticRESTMapper``
 answers them from a fixed table (built from kinds like ``DefaultRESTMapper.Add``, or from discovery
 ``APIResource`` entries by the server). ``StaticRESTMapper.builtin()`` knows the common built-in
-kinds and is what tests and the offline tools use.
+kinds and is what tests and the offline tools use. ``DiscoveryRESTMapper`` is client-go's
+``restmapper.NewDiscoveryRESTMapper`` over the server's discovery documents (CRDs included): a
+partial group-resource found in several groups resolves by discovery priority (the core group
+first, then the groups in discovery order) instead of being ambiguous, and it also answers
+``kind_for`` (``KindFor``) for the described object and the LIST of a label-selector request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -70,6 +74,8 @@ class ResourceEntry:
     plural: str
     singular: str
     namespaced: bool
+    version: str = ""
+    kind: str = ""
 
 
 class StaticRESTMapper:
@@ -124,6 +130,67 @@ class StaticRESTMapper:
         if len(found) != 1:
             raise UnknownResourceError(f"no unique match for {resource}")
         return found[0].namespaced
+
+
+class DiscoveryRESTMapper(StaticRESTMapper):
+    """``restmapper.NewDiscoveryRESTMapper``: entries from discovery ``APIResourceList``s, in
+    priority order (``PriorityRESTMapper``: core ``v1`` first, then each group's preferred
+    version, in discovery order).
+
+    Build it with :meth:`from_resource_lists`; an empty one knows nothing (every lookup misses).
+    """
+
+    @classmethod
+    def from_resource_lists(
+        cls, resource_lists: Iterable[tuple[str, Iterable[Mapping[str, object]]]]
+    ) -> DiscoveryRESTMapper:
+        """Entries from ``(groupVersion, APIResourceList.resources)`` pairs, highest priority
+        first. Subresources (names with ``/``) are left out; a missing ``singularName`` is
+        guessed from the kind (``UnsafeGuessKindToResource``), as client-go does."""
+        entries: list[ResourceEntry] = []
+        seen: set[tuple[str, str]] = set()
+        for group_version, resources in resource_lists:
+            group, _, version = group_version.rpartition("/")
+            for resource in resources:
+                name = str(resource.get("name") or "")
+                kind = str(resource.get("kind") or "")
+                if not name or "/" in name or (group, name) in seen:
+                    continue
+                seen.add((group, name))
+                singular = str(resource.get("singularName") or "") or guess_plural(kind)[1]
+                entries.append(
+                    ResourceEntry(
+                        group,
+                        name,
+                        singular,
+                        bool(resource.get("namespaced")),
+                        version=version,
+                        kind=kind,
+                    )
+                )
+        return cls(entries)
+
+    def resource_for(self, resource: GroupResource) -> GroupResource:
+        """``PriorityRESTMapper.ResourceFor``: the highest-priority match."""
+        found = self._matches(resource)
+        if not found:
+            raise UnknownResourceError(f"no matches for {resource}")
+        return GroupResource(found[0].group, found[0].plural)
+
+    def resource_singularizer(self, resource: str) -> str:
+        """``MultiRESTMapper.ResourceSingularizer``: the first mapper that knows the plural."""
+        for entry in self.entries:
+            if entry.plural == resource.lower():
+                return entry.singular
+        raise UnknownResourceError(f"no singular of resource {resource} has been defined")
+
+    def kind_for(self, resource: GroupResource) -> tuple[str, str]:
+        """``KindFor``: (``group/version``, ``Kind``) of a group-resource (core reads ``/v1``,
+        as custom-metrics-apiserver's ``ReferenceFor`` writes it)."""
+        found = self._matches(resource)
+        if not found:
+            raise UnknownResourceError(f"no matches for {resource}")
+        return f"{found[0].group}/{found[0].version}", found[0].kind
 
 
 BUILTIN_KINDS: tuple[tuple[str, str, bool], ...] = (

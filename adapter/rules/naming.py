@@ -391,6 +391,20 @@ def resource_converter_for(
         ) from None
 
 
+def namer_for_rule(
+    rule: DiscoveryRule, mapper: RESTMapper, *, kind: str, index: int, source: str
+) -> MetricNamer:
+    """One rule of ``NamersFromConfig`` (``RuleConfigError`` naming it for a bad override)."""
+    converter = resource_converter_for(
+        rule.resources,
+        mapper,
+        source=source,
+        rule=rule_label(kind, index, rule.series_query),
+        field_prefix="",
+    )
+    return MetricNamer(rule, converter)
+
+
 def namers_from_config(
     rules: Sequence[DiscoveryRule],
     mapper: RESTMapper,
@@ -399,14 +413,7 @@ def namers_from_config(
     source: str = "config",
 ) -> list[MetricNamer]:
     """``NamersFromConfig``: one namer per rule (``kind`` is ``rules`` or ``externalRules``)."""
-    namers = []
-    for index, rule in enumerate(rules):
-        converter = resource_converter_for(
-            rule.resources,
-            mapper,
-            source=source,
-            rule=rule_label(kind, index, rule.series_query),
-            field_prefix="",
-        )
-        namers.append(MetricNamer(rule, converter))
-    return namers
+    return [
+        namer_for_rule(rule, mapper, kind=kind, index=index, source=source)
+        for index, rule in enumerate(rules)
+    ]

@@ -34,15 +34,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from adapter.providers import ProviderError, custom_metric_request
-from adapter.server import discovery, openapi, status, wire
+from adapter.server import authz, discovery, openapi, status, wire
 from adapter.server.authn import Authenticator, Credentials, UserInfo
-from adapter.server.authz import AuthorizationError, Authorizer
+from adapter.server.authz import Authorizer
 from adapter.server.ports import Clock, MetricsSource, ObjectLister, ResourceMetrics
 from adapter.server.requestinfo import (
     RequestAttributes,
     RequestInfo,
     RequestPathError,
-    forbidden_message,
     parse_request,
 )
 from adapter.server.router import Backend, Router
@@ -118,7 +117,8 @@ def api_label(info: RequestInfo | None) -> str:
     }.get(info.attributes.api_group, "other")
 
 
-def _peer_certificate(request: web.Request) -> bytes | None:
+def peer_certificate(request: web.Request) -> bytes | None:
+    """The TLS peer's leaf certificate (DER), or None."""
     transport = request.transport
     if transport is None:
         return None
@@ -130,22 +130,10 @@ def _peer_certificate(request: web.Request) -> bytes | None:
 
 
 async def require_authorized(server: Server, user: UserInfo, attributes: RequestAttributes) -> None:
-    """``WithAuthorization``: members of an always-allowed group pass; everyone else needs a
-    review that allows ``attributes``. Raises the 403 (or 500) ``StatusError``."""
-    if any(group in server.always_allow_groups for group in user.groups):
-        return
-    try:
-        decision = await server.authorizer.authorize(user, attributes)
-    except AuthorizationError as error:
-        raise status.internal_error(f"authorization failed: {error}") from error
-    if not decision.allowed:
-        raise status.forbidden(
-            forbidden_message(user.name, attributes),
-            resource=attributes.resource,
-            group=attributes.api_group,
-            name=attributes.name,
-            reason=decision.reason,
-        )
+    """``WithAuthorization`` with the server's authorizer and always-allowed groups."""
+    await authz.require_authorized(
+        server.authorizer, user, attributes, always_allow_groups=server.always_allow_groups
+    )
 
 
 def build_app(server: Server) -> web.Application:
@@ -198,7 +186,7 @@ def build_app(server: Server) -> web.Application:
         attributes = request[INFO].attributes
         if attributes.path in server.always_allow_paths:
             return await handler(request)
-        credentials = Credentials(request.headers, _peer_certificate(request))
+        credentials = Credentials(request.headers, peer_certificate(request))
         user = await server.authenticator.authenticate(credentials)
         if user is None:
             raise status.unauthorized()

@@ -23,9 +23,10 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from adapter.server import status
 from adapter.server.authn import UserInfo
 from adapter.server.ports import Clock, KubeApi
-from adapter.server.requestinfo import RequestAttributes
+from adapter.server.requestinfo import RequestAttributes, forbidden_message
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +50,31 @@ class Authorizer(Protocol):
     async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> Decision:
         """Raises ``AuthorizationError`` when no decision could be made."""
         ...
+
+
+async def require_authorized(
+    authorizer: Authorizer,
+    user: UserInfo,
+    attributes: RequestAttributes,
+    *,
+    always_allow_groups: tuple[str, ...],
+) -> None:
+    """``WithAuthorization``: members of an always-allowed group pass; everyone else needs a
+    review that allows ``attributes``. Raises the 403 (or 500) ``StatusError``."""
+    if any(group in always_allow_groups for group in user.groups):
+        return
+    try:
+        decision = await authorizer.authorize(user, attributes)
+    except AuthorizationError as error:
+        raise status.internal_error(f"authorization failed: {error}") from error
+    if not decision.allowed:
+        raise status.forbidden(
+            forbidden_message(user.name, attributes),
+            resource=attributes.resource,
+            group=attributes.api_group,
+            name=attributes.name,
+            reason=decision.reason,
+        )
 
 
 def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> dict[str, Any]:

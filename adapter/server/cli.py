@@ -40,6 +40,7 @@ from adapter.rules import RuleConfig, load_rules
 from adapter.server.app import Server, build_app
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
+from adapter.server.checkconfig import add_check_config_command
 from adapter.server.explain import explain
 from adapter.server.pods import (
     ApiObjectNameLister,
@@ -48,6 +49,7 @@ from adapter.server.pods import (
     parse_node,
 )
 from adapter.server.reload import ReloadingMetrics
+from adapter.server.restmapper import RegeneratingRESTMapper
 from adapter.server.router import Router
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
@@ -188,6 +190,17 @@ async def serve(
         await aclose_quietly(kube)
 
 
+async def initial_discovery(mapper: RegeneratingRESTMapper) -> None:
+    """The first discovery read; without it no rule can name a resource, so a failure stops the
+    process with one line (upstream: "unable to populate initial set of REST mappings")."""
+    try:
+        await mapper.regenerate()
+    except (OSError, ValueError):
+        raise
+    except Exception as error:  # noqa: BLE001 - an API error is a start-up failure, not a bug
+        raise OSError(f"unable to populate initial set of REST mappings: {error}") from None
+
+
 async def _serve(
     settings: Settings,
     kube: KubeClient,
@@ -202,6 +215,9 @@ async def _serve(
     pods: Informer[PodRecord] = Informer(kube, "/api/v1/pods", parse=parse_pod, clock=clock)
     nodes: Informer[NodeRecord] = Informer(kube, "/api/v1/nodes", parse=parse_node, clock=clock)
     lister = InformerObjectLister.from_informers(pods, nodes)
+    mapper = RegeneratingRESTMapper(
+        kube, clock=clock, interval_seconds=settings.discovery_interval_seconds
+    )
     value_settings = ValueSettings(
         max_sample_age_seconds=settings.max_sample_age_seconds or None,
         query_timeout_seconds=settings.prometheus_query_timeout_seconds,
@@ -213,7 +229,9 @@ async def _serve(
             config,
             prom,
             pod_lister=lister,
-            object_lister=ApiObjectNameLister(kube),
+            object_lister=ApiObjectNameLister(kube, mapper),
+            mapper=mapper,
+            kinds=mapper,
             settings=value_settings,
             registry=provider_registry,
             relist_interval_seconds=settings.metrics_relist_interval_seconds,
@@ -229,8 +247,13 @@ async def _serve(
         server_metrics=server_metrics,
         clock=clock,
         check_interval_seconds=settings.config_check_interval_seconds,
+        before_load=mapper.regenerate,
         adopt=router.stage,
     )
+    # The file's own mistakes are reported before the cluster is asked (upstream loads the
+    # config before it builds its RESTMapper).
+    load_rules(settings.config.read_text(), source=str(settings.config))
+    await initial_discovery(mapper)
     metrics.load_initial()
     authenticator = DelegatingAuthenticator(
         clock=clock,
@@ -290,6 +313,7 @@ async def _serve(
                 "pod-informer": pods.run(),
                 "node-informer": nodes.run(),
                 "metrics-relist": metrics.relist_forever(),
+                "discovery": mapper.run(),
                 "config-watch": metrics.watch(),
                 "tls-watch": tls.run(clock, interval_seconds=settings.tls_check_interval_seconds),
                 "authentication-config": authenticator.run(),
@@ -341,12 +365,18 @@ async def run_explain(settings: Settings, request: MetricRequest) -> dict[str, A
         reason = str(error)
     try:
         config = load_rules(settings.config.read_text(), source=str(settings.config))
+        mapper = None
+        if kube is not None:
+            mapper = RegeneratingRESTMapper(kube, clock=SystemClock())
+            await initial_discovery(mapper)
         async with PrometheusClient(prometheus_connection(settings)) as prom:
             providers = build_providers(
                 config,
                 prom,
                 pod_lister=_ListingPodLister(kube, reason),
-                object_lister=ApiObjectNameLister(kube) if kube is not None else None,
+                object_lister=ApiObjectNameLister(kube, mapper) if kube is not None else None,
+                mapper=mapper,
+                kinds=mapper,
                 relist_interval_seconds=settings.metrics_relist_interval_seconds,
                 max_age_seconds=settings.metrics_max_age_seconds,
                 source=str(settings.config),
@@ -367,6 +397,9 @@ def add_command(commands: Any) -> None:
         "adapter",
         help="serve the custom, external and resource metrics APIs from Prometheus",
         description="A prometheus-adapter compatible metrics API server (upstream flag names).",
+        # `check-config --prometheus` must reach the subcommand, not be read as an
+        # abbreviation of the server's --prometheus-* flags.
+        allow_abbrev=False,
     )
     add_flags(parser)
     parser.set_defaults(handler=main)
@@ -380,6 +413,7 @@ def add_command(commands: Any) -> None:
     )
     add_flags(explainer)
     explainer.set_defaults(handler=main_explain)
+    add_check_config_command(sub)
 
 
 GC_YOUNG_THRESHOLD = 10_000

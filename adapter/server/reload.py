@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import structlog
@@ -68,14 +68,18 @@ class ReloadingMetrics:
         server_metrics: ServerMetrics,
         clock: Clock,
         check_interval_seconds: float = 10.0,
+        before_load: Callable[[], Awaitable[None]] | None = None,
         adopt: Adopt | None = None,
     ) -> None:
+        """``before_load`` runs before each reload compiles the file (the server re-reads API
+        discovery there, so a rule naming a CRD installed since the last load resolves)."""
         self.config_path = config_path
         self._build = build
         self._adopt = adopt
         self._server_metrics = server_metrics
         self._clock = clock
         self._check_interval_seconds = check_interval_seconds
+        self._before_load = before_load
         self._current: MetricProviders | None = None
         self._provider_registry: CollectorRegistry | None = None
         self._digest = b""
@@ -153,6 +157,11 @@ class ReloadingMetrics:
         change (unless ``force``) or the reload failed (the old providers stay)."""
         self.attempts += 1
         self._stamp = self._stat()
+        if self._before_load is not None:
+            try:
+                await self._before_load()
+            except Exception as error:  # noqa: BLE001 - the last discovery still answers
+                log.warning("before_load_failed", error=str(error))
         try:
             config, providers, registry, digest = self._compile()
         except (OSError, RuleConfigError) as error:

@@ -83,6 +83,9 @@ class Settings:
       prometheus_query_timeout_seconds: per-query timeout (seconds, default 30).
       metrics_relist_interval_seconds: how often the metric index is rebuilt (seconds, default 600,
         ``--metrics-relist-interval``).
+      discovery_interval_seconds: how often API discovery (the resources the rules may name,
+        CRDs included) is read again (seconds, default 600, ``--discovery-interval``; it is also
+        read before every rule-file load).
       metrics_max_age_seconds: how far back series are listed (seconds; None means the relist
         interval, ``--metrics-max-age``).
       max_sample_age_seconds: a custom or external value whose newest raw sample is older is
@@ -133,6 +136,7 @@ class Settings:
     prometheus_query_timeout_seconds: float = 30.0
     metrics_relist_interval_seconds: float = DEFAULT_RELIST_INTERVAL_SECONDS
     metrics_max_age_seconds: float | None = None
+    discovery_interval_seconds: float = 600.0
     max_sample_age_seconds: float = MAX_DEFAULT_SAMPLE_AGE_SECONDS
     staleness_probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
     debug_endpoints: bool = True
@@ -150,6 +154,8 @@ class Settings:
             raise ValueError("authentication_cache_ttl_seconds must not be negative")
         if self.metrics_relist_interval_seconds <= 0:
             raise ValueError("metrics_relist_interval_seconds must be positive")
+        if self.discovery_interval_seconds <= 0:
+            raise ValueError("discovery_interval_seconds must be positive")
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
             raise ValueError("--tls-cert-file and --tls-private-key-file go together")
 
@@ -231,6 +237,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     p("--metrics-max-age", type=parse_duration_seconds, default=None)
     p(
+        "--discovery-interval",
+        type=parse_duration_seconds,
+        default=d.discovery_interval_seconds,
+        help="how often API discovery (the resources rules may name, CRDs included) is re-read",
+    )
+    p(
         "--max-sample-age",
         type=parse_duration_seconds,
         default=d.max_sample_age_seconds,
@@ -282,6 +294,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         prometheus_query_timeout_seconds=args.prometheus_query_timeout,
         metrics_relist_interval_seconds=args.metrics_relist_interval,
         metrics_max_age_seconds=args.metrics_max_age,
+        discovery_interval_seconds=args.discovery_interval,
         max_sample_age_seconds=args.max_sample_age,
         staleness_probe_reuse_seconds=args.staleness_probe_reuse,
         debug_endpoints=args.debug_endpoints,

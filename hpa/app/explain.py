@@ -49,7 +49,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from adapter.providers import RelistError
-from hpa.app import inprocess_metrics
+from hpa.app import explain_vpa, inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.conversion import hpa_from_dict, metric_selector
 from hpa.controllers.horizontal import HorizontalController, ReconcileReport
@@ -894,7 +894,16 @@ async def read_live_decision(url: str, key: str, *, kube: KubeClient | None) -> 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """``NAMESPACE/NAME``, connection, output, the controller's algorithm flags (its own
     ``add_flags``: same names and defaults) and the in-process source's flags."""
-    parser.add_argument("hpa", metavar="NAMESPACE/NAME", help="the HorizontalPodAutoscaler")
+    parser.add_argument(
+        "hpa", metavar="NAMESPACE/NAME", help="the HorizontalPodAutoscaler (or the word vpa)"
+    )
+    parser.add_argument(
+        "vpa",
+        nargs="?",
+        metavar="VPA",
+        help="after the word vpa: the VerticalPodAutoscaler NAMESPACE/NAME "
+        "(hpa explain vpa NAMESPACE/NAME)",
+    )
     group = parser.add_argument_group("explain")
     group.add_argument("--kubeconfig", default=None, help="kubeconfig file")
     group.add_argument("--context", default=None, help="kubeconfig context")
@@ -908,6 +917,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-o", "--output", choices=("text", "json"), default="text")
     horizontal_flags.add_flags(parser)
     inprocess_metrics.add_flags(parser)
+    explain_vpa.add_flags(parser)
 
 
 def add_command(commands: Any) -> None:
@@ -929,7 +939,58 @@ def _split(text: str) -> tuple[str, str]:
     return namespace, name
 
 
+async def _load_kube(
+    args: argparse.Namespace, *, clock: Clock, timeout_seconds: float
+) -> KubeClient:
+    """The cluster client from ``--kubeconfig``/``--context`` (a kubeconfig problem is one
+    clear message, exit 5)."""
+    try:
+        return await load_client(
+            ClientSettings(
+                kubeconfig_path=args.kubeconfig,
+                context=args.context,
+                user_agent="hpa-explain",
+                request_timeout_seconds=timeout_seconds,
+            ),
+            clock=clock,
+            retry=RetryPolicy(max_attempts=3),  # a CLI: fail within a second or so
+        )
+    except Exception as error:  # any kubeconfig problem is a clear message
+        raise ExplainError(
+            f"cannot load the cluster configuration: {error}", exit_code=EXIT_UNREACHABLE
+        ) from error
+
+
+async def _run_vpa(args: argparse.Namespace) -> tuple[str, int]:
+    """``hpa explain vpa NAMESPACE/NAME`` (:mod:`hpa.app.explain_vpa`)."""
+    if not args.vpa:
+        raise ExplainError("expected hpa explain vpa NAMESPACE/NAME", exit_code=2)
+    namespace, name = _split(args.vpa)
+    try:
+        config = explain_vpa.recommendation_config_from_args(args)
+    except ValueError as error:
+        raise ExplainError(str(error), exit_code=2) from error
+    kube = await _load_kube(args, clock=SystemClock(), timeout_seconds=15.0)
+    try:
+        report = await explain_vpa.explain_vpa(kube, namespace, name, config=config)
+    except ApiError as error:
+        raise _api_failure(f"VerticalPodAutoscaler {namespace}/{name}", error) from error
+    except (TransportError, aiohttp.ClientError, OSError, TimeoutError) as error:
+        raise ExplainError(
+            f"cannot reach the cluster: {error_text(error)}", exit_code=EXIT_UNREACHABLE
+        ) from error
+    finally:
+        await aclose_quietly(kube)
+    if args.output == "json":
+        return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n", 0
+    return report.render(), 0
+
+
 async def _run(args: argparse.Namespace) -> tuple[str, int]:
+    if args.hpa == "vpa":
+        return await _run_vpa(args)
+    if args.vpa:
+        raise ExplainError(f"unexpected argument {args.vpa!r}", exit_code=2)
     namespace, name = _split(args.hpa)
     try:
         settings = horizontal_flags.from_args(args)
@@ -948,21 +1009,9 @@ async def _run(args: argparse.Namespace) -> tuple[str, int]:
         )
     clock = SystemClock()
     try:
-        try:
-            kube = await load_client(
-                ClientSettings(
-                    kubeconfig_path=args.kubeconfig,
-                    context=args.context,
-                    user_agent="hpa-explain",
-                    request_timeout_seconds=settings.metric_timeout_seconds + 5,
-                ),
-                clock=clock,
-                retry=RetryPolicy(max_attempts=3),  # a CLI: fail within a second or so
-            )
-        except Exception as error:  # any kubeconfig problem is a clear message
-            raise ExplainError(
-                f"cannot load the cluster configuration: {error}", exit_code=EXIT_UNREACHABLE
-            ) from error
+        kube = await _load_kube(
+            args, clock=clock, timeout_seconds=settings.metric_timeout_seconds + 5
+        )
         try:
             report = await explain_hpa(
                 kube,

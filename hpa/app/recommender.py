@@ -227,6 +227,7 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
             checkpoints_gc_interval_seconds=args.checkpoints_gc_interval,
             min_checkpoints=args.min_checkpoints,
             hpa_awareness=HpaAwareness(args.hpa_awareness),
+            safety_margin_fraction=recommendation.safety_margin_fraction,
         ),
         recommendation=recommendation,
         recommender_name=args.recommender_name,

@@ -16,7 +16,14 @@ The status Lease (``--status-lease-name``, ``vpa-admission-controller``) is rene
 ``--status-lease-update-interval`` as upstream's, so upstream's updater, which pauses while it is
 stale, works with this webhook.
 
-Deliberate deviations: no ``--register-webhook`` self-registration; ``--hpa-awareness`` is ours.
+With ``--recommendation-api-port`` (ours, off by default) the process also serves the
+``recommendation.hpa.dev/v1alpha1`` aggregated API (``RecommendationQuery``,
+:mod:`hpa.app.recommendation_api`) on that TLS port, with the same serving certificate, the
+delegated authentication of ``extension-apiserver-authentication`` and a SubjectAccessReview per
+request; see ``docs/vpa.md``.
+
+Deliberate deviations: no ``--register-webhook`` self-registration; ``--hpa-awareness`` and
+``--recommendation-api-port`` are ours.
 """
 
 from __future__ import annotations
@@ -33,7 +40,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from adapter.server.authn import DelegatingAuthenticator
+from adapter.server.authz import SubjectAccessReviewAuthorizer
 from hpa.app.leading import role_main, run_role, run_tasks, serve
+from hpa.app.recommendation_api import RecommendationApi, build_recommendation_app
 from hpa.app.vertical_informers import build_vertical_informers, scalers
 from hpa.core.duration import parse_duration_seconds
 from hpa.core.vpa.awareness import HpaAwareness
@@ -78,6 +88,9 @@ class AdmissionSettings:
     """``--status-lease-update-interval`` (a Go duration, 10s): how often that Lease is renewed."""
     identity: str = ""
     """The Lease's ``holderIdentity``: the host name."""
+    recommendation_api_port: int = 0
+    """``--recommendation-api-port`` (ours): the TLS port of the ``recommendation.hpa.dev``
+    aggregated API (``RecommendationQuery``); 0 (the default) serves none."""
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +115,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status-lease-name", default=d.status_lease_name)
     parser.add_argument("--status-lease-namespace", default="")
     parser.add_argument("--status-lease-update-interval", default="10s", metavar="DURATION")
+    parser.add_argument(
+        "--recommendation-api-port",
+        type=int,
+        default=d.recommendation_api_port,
+        metavar="PORT",
+        help="TLS port of the recommendation.hpa.dev aggregated API (RecommendationQuery); "
+        "0 serves none (default 0)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
@@ -110,6 +131,11 @@ def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
         raise ValueError(f"--address: {args.address!r} is not host:port")
     if not 0 < args.port < 65536:
         raise ValueError(f"--port: {args.port} is not a port")
+    if not 0 <= args.recommendation_api_port < 65536 or args.recommendation_api_port == args.port:
+        raise ValueError(
+            f"--recommendation-api-port: {args.recommendation_api_port} is not a port other "
+            "than --port (0 serves none)"
+        )
     if args.tls_check_interval <= 0:
         raise ValueError("--tls-check-interval: must be positive")
     for flag, path in (
@@ -139,7 +165,17 @@ def settings_from_args(args: argparse.Namespace) -> AdmissionSettings:
         kubeconfig=args.kubeconfig or None,
         hpa_awareness=HpaAwareness(args.hpa_awareness),
         log_level=args.log_level,
+        recommendation_api_port=args.recommendation_api_port,
     )
+
+
+@dataclass(frozen=True)
+class RecommendationServing:
+    """The ``recommendation.hpa.dev`` listener: its app, certificates and authenticator."""
+
+    app: web.Application
+    certificates: ServingCertificates
+    authenticator: DelegatingAuthenticator
 
 
 @dataclass
@@ -151,6 +187,7 @@ class AdmissionApp:
     operations: web.Application
     clock: Clock
     status_lease: StatusLease
+    recommendation: RecommendationServing | None = None
 
     def ready(self) -> bool:
         return all(informer.has_synced() for informer in self.informers)
@@ -176,7 +213,35 @@ class AdmissionApp:
                 ),
             ),
         ]
+        if self.recommendation is not None:
+            tasks += self._recommendation_tasks(self.recommendation)
         await run_tasks(tasks)
+
+    def _recommendation_tasks(
+        self, serving: RecommendationServing
+    ) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
+        app, certificates = serving.app, serving.certificates
+        authenticator = serving.authenticator
+
+        async def serve_api() -> None:
+            try:
+                await authenticator.refresh()
+            except Exception as error:  # noqa: BLE001 - upstream warns and serves with no CAs
+                log.warning("authentication_config_unavailable", error=str(error))
+            await serve(
+                app, "", self.settings.recommendation_api_port, ssl_context=certificates.context
+            )
+
+        return [
+            ("recommendation api", serve_api),
+            ("authentication config", authenticator.run),
+            (
+                "recommendation api certificates",
+                lambda: certificates.run(
+                    self.clock, interval_seconds=self.settings.tls_check_interval_seconds
+                ),
+            ),
+        ]
 
 
 def build_app(
@@ -208,6 +273,24 @@ def build_app(
             clock=clock,
         ),
     )
+    if settings.recommendation_api_port:
+        authenticator = DelegatingAuthenticator(clock=clock, api=client)
+        certificates = ServingCertificates(
+            settings.tls_cert_file,
+            settings.tls_private_key,
+            client_ca_pem=authenticator.config.ca_bundle_pem(),
+        )
+        authenticator.on_change(lambda config: certificates.set_client_ca(config.ca_bundle_pem()))
+        api = RecommendationApi(
+            matcher=matcher,
+            authenticator=authenticator,
+            authorizer=SubjectAccessReviewAuthorizer(client, clock=clock),
+            ready=app.ready,
+            awareness=settings.hpa_awareness,
+        )
+        app.recommendation = RecommendationServing(
+            build_recommendation_app(api), certificates, authenticator
+        )
     return app
 
 

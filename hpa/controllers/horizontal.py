@@ -1008,6 +1008,7 @@ class HorizontalController:
             log.warning(
                 "reconcile_error",
                 hpa=key,
+                at=now.isoformat(),
                 error=error,
                 current=decision.current_replicas,
                 desired=desired,
@@ -1017,6 +1018,7 @@ class HorizontalController:
             log.debug(
                 "reconciled",
                 hpa=key,
+                at=now.isoformat(),
                 current=decision.current_replicas,
                 desired=desired,
                 rescale=decision.rescale,

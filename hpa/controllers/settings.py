@@ -12,8 +12,8 @@ Deliberate deviations (flags upstream does not have; each documented on its fiel
 ``--dry-run``, ``--horizontal-pod-autoscaler-metric-timeout``,
 ``--horizontal-pod-autoscaler-status-value-tolerance``,
 ``--horizontal-pod-autoscaler-scale-to-zero`` and
-``--horizontal-pod-autoscaler-configurable-tolerance`` (the two feature gates as flags) and
-``--metrics-source``.
+``--horizontal-pod-autoscaler-configurable-tolerance`` (the two feature gates as flags),
+``--horizontal-pod-autoscaler-resize-aware-utilization`` and ``--metrics-source``.
 """
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ class HorizontalControllerSettings:
     configurable_tolerance_enabled: bool = True
     """Feature gate ``HPAConfigurableTolerance`` (default on): per-direction ``tolerance`` in
     ``behavior``."""
+    resize_aware_utilization: bool = True
+    """``--horizontal-pod-autoscaler-resize-aware-utilization`` (default on; ours): while a pod is
+    resized in place, its utilization is measured against the requests the kubelet applied
+    (``status.containerStatuses[].resources``), not the new spec's. ``false`` is upstream's
+    behaviour (kubernetes/kubernetes#142155). See ``docs/hpa-core.md``."""
     metrics_source: Literal["api", "inprocess"] = "api"
     """``--metrics-source`` (default ``api``; ours): read metrics through the API server's
     aggregation layer, or call ``adapter``'s providers in this process (``inprocess``: the
@@ -111,6 +116,7 @@ class HorizontalControllerSettings:
             downscale_stabilization_seconds=int(self.downscale_stabilization_seconds),
             scale_to_zero_enabled=self.scale_to_zero_enabled,
             configurable_tolerance_enabled=self.configurable_tolerance_enabled,
+            resize_aware_utilization=self.resize_aware_utilization,
         )
 
 
@@ -231,6 +237,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="feature gate HPAConfigurableTolerance (default true)",
     )
     group.add_argument(
+        "--horizontal-pod-autoscaler-resize-aware-utilization",
+        type=switch_flag,
+        default=d.resize_aware_utilization,
+        metavar="BOOL",
+        help="during an in-place resize, measure utilization against the requests the kubelet "
+        "applied (default true; false is upstream's spec requests)",
+    )
+    group.add_argument(
         "--metrics-source",
         choices=("api", "inprocess"),
         default=d.metrics_source,
@@ -255,5 +269,6 @@ def from_args(args: argparse.Namespace) -> HorizontalControllerSettings:
         dry_run=args.dry_run,
         scale_to_zero_enabled=args.horizontal_pod_autoscaler_scale_to_zero,
         configurable_tolerance_enabled=args.horizontal_pod_autoscaler_configurable_tolerance,
+        resize_aware_utilization=args.horizontal_pod_autoscaler_resize_aware_utilization,
         metrics_source=getattr(args, "metrics_source", "api"),
     )

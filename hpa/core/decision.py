@@ -517,6 +517,7 @@ def _compute_resource(
                 container=container,
                 cpu_initialization_period_seconds=settings.cpu_initialization_period_seconds,
                 initial_readiness_delay_seconds=settings.initial_readiness_delay_seconds,
+                resize_aware=settings.resize_aware_utilization,
             )
             kind = "container resource" if container_scoped else "resource"
             metric_name = f"{resource} {kind} utilization (percentage of request)"

@@ -41,7 +41,11 @@ Feature gates read by this code are parameters: ``PodLevelResources``
 (``pod_level_resources_enabled``, on by default as upstream since it went beta);
 ``HPAConfigurableTolerance`` is applied by the caller when it derives the :class:`Tolerances`.
 
-Deliberate deviations: none.
+Deliberate deviation (``resize_aware``, on by default; off is upstream's behaviour): during an
+in-place resize, a container's request is what the kubelet applied
+(``status.containerStatuses[].resources.requests``, :attr:`ContainerInfo.applied_requests_milli`)
+rather than the new spec, so utilization is measured against the resources the container has
+(kubernetes/kubernetes#142155). See ``docs/hpa-core.md``.
 """
 
 from __future__ import annotations
@@ -154,6 +158,25 @@ class ContainerInfo:
     name: str
     requests_milli: Mapping[str, int] = field(default_factory=dict)
     restart_policy: str | None = None
+    applied_requests_milli: Mapping[str, int] | None = None
+    """``status.containerStatuses[].resources.requests``: what the kubelet applied (``None`` when
+    the status reports no resources). It differs from ``requests_milli`` while a resize is in
+    progress."""
+
+    @property
+    def resizing(self) -> bool:
+        """The kubelet reports requests that differ from the spec's (a resize in progress)."""
+        applied = self.applied_requests_milli
+        return applied is not None and any(
+            applied.get(name, value) != value for name, value in self.requests_milli.items()
+        )
+
+    def applied(self) -> ContainerInfo:
+        """This container with the applied requests in place of the spec's (per resource; a
+        resource the status does not report keeps its spec request)."""
+        applied = self.applied_requests_milli or {}
+        requests = {name: applied.get(name, value) for name, value in self.requests_milli.items()}
+        return ContainerInfo(self.name, requests, self.restart_policy, self.applied_requests_milli)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +206,14 @@ class PodInfo:
     pod_requests_milli: Mapping[str, int] | None = None
     overhead_milli: Mapping[str, int] | None = None
     container_requests_milli: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    resizing: bool = field(init=False, repr=False, compare=False)
+    """A container's applied requests differ from its spec (an in-place resize in progress);
+    derived when the pod is built."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "resizing", any(c.resizing for c in (*self.containers, *self.init_containers))
+        )
         requests: dict[str, int] = {}
         if self.containers or self.init_containers:
             for container in (*self.containers, *self.init_containers):
@@ -198,6 +227,23 @@ class PodInfo:
                     except ReplicaCalculationError:
                         continue  # asked for, the pod reports upstream's error then
         object.__setattr__(self, "container_requests_milli", requests)
+
+    def applied(self) -> PodInfo:
+        """This pod as the kubelet runs it: each container's applied requests in place of the
+        spec's (itself when no resize is in progress)."""
+        if not self.resizing:
+            return self
+        return PodInfo(
+            name=self.name,
+            phase=self.phase,
+            ready_condition=self.ready_condition,
+            start_time=self.start_time,
+            deletion_timestamp=self.deletion_timestamp,
+            containers=tuple(c.applied() for c in self.containers),
+            init_containers=tuple(c.applied() for c in self.init_containers),
+            pod_requests_milli=self.pod_requests_milli,
+            overhead_milli=self.overhead_milli,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,12 +558,15 @@ def get_resource_replicas(
     cpu_initialization_period_seconds: float = DEFAULT_CPU_INITIALIZATION_PERIOD_SECONDS,
     initial_readiness_delay_seconds: float = DEFAULT_INITIAL_READINESS_DELAY_SECONDS,
     pod_level_resources_enabled: bool = True,
+    resize_aware: bool = False,
 ) -> ReplicaCalculation:
     """``GetResourceReplicas``: Resource / ContainerResource metric with a Utilization target.
 
     ``metrics`` and ``timestamp`` are what the resource metrics client returned for ``resource``
     (and ``container``, for ContainerResource); ``pods`` are the pods the selector matched. The
-    reported utilization and raw value are those before re-balancing, as upstream.
+    reported utilization and raw value are those before re-balancing, as upstream. With
+    ``resize_aware`` (ours; the controller's default), a pod being resized in place counts with
+    the requests the kubelet applied; without it, with its spec's (upstream).
     """
     groups, samples = _select_samples(
         pods,
@@ -532,6 +581,7 @@ def get_resource_replicas(
         container,
         resource=resource,
         pod_level_resources_enabled=pod_level_resources_enabled,
+        resize_aware=resize_aware,
     )
     usage_ratio, utilization, raw_utilization = get_resource_utilization_ratio(
         samples, requests, target_utilization
@@ -1009,6 +1059,7 @@ def calculate_pod_requests(
     *,
     resource: str,
     pod_level_resources_enabled: bool = True,
+    resize_aware: bool = False,
 ) -> dict[str, int]:
     """``calculateRequests``: each pod's request for ``resource`` in milli-units.
 
@@ -1017,9 +1068,13 @@ def calculate_pod_requests(
     sum over regular containers and restartable init containers. Raises
     :class:`ReplicaCalculationError` with upstream's text (``missing request for cpu in container c
     of Pod p``, ``container c not found in Pod p``, ``missing pod-level request for cpu in Pod p``).
+    With ``resize_aware`` (ours), a pod being resized in place counts with the requests the kubelet
+    applied (:meth:`PodInfo.applied`).
     """
     requests: dict[str, int] = {}
     for pod in pods:
+        if resize_aware and pod.resizing:
+            pod = pod.applied()  # the pod as the kubelet runs it
         use_pod_level_requests = (
             pod_level_resources_enabled and is_pod_level_requests_set(pod) and container == ""
         )

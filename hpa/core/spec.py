@@ -365,6 +365,9 @@ class HorizontalSettings:
     """Feature gate ``HPAScaleToZero`` (beta, on by default in 1.37; KEP-2021)."""
     configurable_tolerance_enabled: bool = True
     """Feature gate ``HPAConfigurableTolerance`` (per-direction ``tolerance`` in behavior)."""
+    resize_aware_utilization: bool = True
+    """Ours (on by default): during an in-place resize, utilization is measured against the
+    requests the kubelet applied, not the new spec's (off is upstream; see ``docs/hpa-core.md``)."""
 
 
 @dataclass(frozen=True, slots=True)

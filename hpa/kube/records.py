@@ -163,11 +163,23 @@ def _requests_milli(resources: Any) -> Mapping[str, int]:
     return MappingProxyType(requests)
 
 
-def _containers(value: Any) -> tuple[ContainerInfo, ...]:
-    """A pod spec's containers as the replica calculator reads them, shared by every pod with
-    equal containers (looked up by value: name, requests and restart policy)."""
+def _applied_requests(statuses: Any) -> dict[str, Any]:
+    """``status.containerStatuses[].resources.requests`` by container name (what the kubelet
+    applied), for the containers whose status reports resources."""
+    applied: dict[str, Any] = {}
+    for status in statuses or ():
+        if isinstance(status, Mapping) and isinstance(status.get("resources"), Mapping):
+            applied[str(status.get("name", ""))] = status["resources"].get("requests") or {}
+    return applied
+
+
+def _containers(value: Any, statuses: Any = None) -> tuple[ContainerInfo, ...]:
+    """A pod spec's containers as the replica calculator reads them, with the requests the
+    kubelet applied from the matching container statuses, shared by every pod with equal
+    containers (looked up by value: name, requests, restart policy and applied requests)."""
     if not value:
         return ()
+    applied = _applied_requests(statuses)
     key = (
         "c",
         tuple(
@@ -175,6 +187,9 @@ def _containers(value: Any) -> tuple[ContainerInfo, ...]:
                 str(c.get("name", "")),
                 tuple(((c.get("resources") or {}).get("requests") or {}).items()),
                 c.get("restartPolicy"),
+                None
+                if str(c.get("name", "")) not in applied
+                else tuple(applied[str(c.get("name", ""))].items()),
             )
             for c in value
         ),
@@ -186,8 +201,11 @@ def _containers(value: Any) -> tuple[ContainerInfo, ...]:
                 name=name,
                 requests_milli=_requests_milli(dict(requests)),
                 restart_policy=restart_policy,
+                applied_requests_milli=None
+                if status_requests is None
+                else _requests_milli(dict(status_requests)),
             )
-            for name, requests, restart_policy in key[1]
+            for name, requests, restart_policy, status_requests in key[1]
         ),
     )
 
@@ -320,8 +338,10 @@ def parse_pod(data: Mapping[str, Any]) -> PodRecord:
             ready_condition=_ready_condition(status),
             start_time=_shared_time(status.get("startTime")),
             deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
-            containers=_containers(spec.get("containers")),
-            init_containers=_containers(spec.get("initContainers")),
+            containers=_containers(spec.get("containers"), status.get("containerStatuses")),
+            init_containers=_containers(
+                spec.get("initContainers"), status.get("initContainerStatuses")
+            ),
             pod_requests_milli=None
             if not pod_resources
             else _requests_milli(pod_resources.get("requests")),

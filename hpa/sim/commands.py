@@ -47,7 +47,7 @@ log = structlog.get_logger("hpa.sim")
 SIMULATE_DESCRIPTION = """\
 Replay a load trace through the real HPA controller in virtual time, for one or more HPA
 manifests side by side (autoscaling/v2 YAML, exactly what you apply). Writes a timeline per HPA
-(CSV or JSON), a summary (summary.md, also printed) and a plot (plot.png) to --output.
+(CSV or JSON), a summary (summary.md, also printed) and a plot (plot.png, plot.svg) to --output.
 
 Trace: a CSV file of timestamp,load rows (seconds or RFC 3339; load in requests/s), or a
 built-in shape with optional parameters:
@@ -327,13 +327,12 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if not args.no_plot:
         plot_path = out / "plot.png"
         try:
-            plot_result(
+            written += plot_result(
                 result,
                 plot_path,
                 title=" vs ".join(run.name for run in result.runs),
                 subtitle=trace.description,
             )
-            written.append(plot_path)
         except PlotUnavailableError as error:
             print(f"hpa simulate: no plot: {error}", file=sys.stderr)
     print(parameters_text(result))
@@ -399,12 +398,12 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         type=Path,
         default=Path("sim-out"),
         metavar="DIR",
-        help="directory for timelines, summary.md and plot.png (default sim-out)",
+        help="directory for timelines, summary.md and plot.png/.svg (default sim-out)",
     )
     output.add_argument(
         "--format", choices=("csv", "json"), default="csv", help="timeline format (default csv)"
     )
-    output.add_argument("--no-plot", action="store_true", help="do not draw plot.png")
+    output.add_argument("--no-plot", action="store_true", help="do not draw plot.png and plot.svg")
     output.add_argument(
         "--progress",
         action="store_true",

@@ -122,7 +122,7 @@ def run_demo(out_dir: Path, *, stream: TextIO, quick: bool = False) -> DemoOutco
             write_timeline_csv(run, out_dir / f"{stem}.{file_stem(run.name)}.csv")
         text = summary_table(result)
         stream.write("\n" + "\n".join(f"  {line}" for line in text.splitlines()) + "\n")
-        stream.write(f"  plot: {plot_path}\n\n")
+        stream.write(f"  plot: {plot_path} (and .svg)\n\n")
         results.append((scenario, result))
         sections.append(
             f"## {number}. {scenario.title}\n\n{scenario.explanation}\n\n"

@@ -32,6 +32,7 @@ __all__ = [
     "format_seconds",
     "parameters_text",
     "summaries",
+    "summary_columns",
     "summary_table",
     "timeline_records",
     "write_summary",
@@ -249,12 +250,17 @@ SUMMARY_LABELS = (
 )
 
 
+def summary_columns(
+    result: SimulationResult, stats: Sequence[Summary] | None = None
+) -> list[list[str]]:
+    """One column per HPA: its name, then one cell per :data:`SUMMARY_LABELS` row."""
+    stats = list(stats) if stats is not None else summaries(result)
+    return [[run.name, *_summary_rows(run, s)] for run, s in zip(result.runs, stats, strict=True)]
+
+
 def summary_table(result: SimulationResult, stats: Sequence[Summary] | None = None) -> str:
     """The side-by-side summary: one column per HPA, one row per statistic."""
-    stats = list(stats) if stats is not None else summaries(result)
-    columns = [
-        [run.name, *_summary_rows(run, s)] for run, s in zip(result.runs, stats, strict=True)
-    ]
+    columns = summary_columns(result, stats)
     labels = ["", *SUMMARY_LABELS]
     label_width = max(len(label) for label in labels)
     widths = [max(len(cell) for cell in column) for column in columns]

@@ -33,6 +33,7 @@ __all__ = [
     "denied_response",
     "parse_pod",
     "parse_review",
+    "pod_from_object",
 ]
 
 API_VERSION = "admission.k8s.io/v1"
@@ -181,34 +182,39 @@ def _container(value: Any, path: str) -> AdmissionContainer:
 
 def parse_pod(request: AdmissionRequest) -> AdmissionPod:
     """The pod of a pod review; raises ``PodError`` naming the field it cannot read."""
-    pod = request.object
-    if pod is None:
+    if request.object is None:
         raise PodError("request.object: missing")
+    return pod_from_object(request.object, namespace=request.namespace, path="request.object")
+
+
+def pod_from_object(pod: Mapping[str, Any], *, namespace: str, path: str) -> AdmissionPod:
+    """A Pod object as the webhook reads it (``namespace`` when its metadata names none);
+    raises ``PodError`` naming the field under ``path`` it cannot read."""
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     if not isinstance(metadata, dict) or not isinstance(spec, dict):
-        raise PodError("request.object: metadata and spec must be objects")
+        raise PodError(f"{path}: metadata and spec must be objects")
     containers = spec.get("containers")
     if not isinstance(containers, list):
-        raise PodError("request.object.spec.containers: must be a list")
+        raise PodError(f"{path}.spec.containers: must be a list")
     owners = metadata.get("ownerReferences") or []
     if not isinstance(owners, list) or not all(isinstance(o, dict) for o in owners):
-        raise PodError("request.object.metadata.ownerReferences: must be a list of objects")
+        raise PodError(f"{path}.metadata.ownerReferences: must be a list of objects")
     name = metadata.get("name") or ""
     if not isinstance(name, str):
-        raise PodError("request.object.metadata.name: must be a string")
+        raise PodError(f"{path}.metadata.name: must be a string")
     if not name:
         generate = metadata.get("generateName") or ""
         name = f"{generate}%" if isinstance(generate, str) else "%"
-    namespace = metadata.get("namespace") or request.namespace
+    own_namespace = metadata.get("namespace") or namespace
     return AdmissionPod(
-        namespace=namespace if isinstance(namespace, str) else request.namespace,
+        namespace=own_namespace if isinstance(own_namespace, str) else namespace,
         name=name,
-        labels=_string_map(metadata.get("labels"), "request.object.metadata.labels") or {},
-        annotations=_string_map(metadata.get("annotations"), "request.object.metadata.annotations"),
+        labels=_string_map(metadata.get("labels"), f"{path}.metadata.labels") or {},
+        annotations=_string_map(metadata.get("annotations"), f"{path}.metadata.annotations"),
         owner_references=tuple(owners),
         containers=tuple(
-            _container(c, f"request.object.spec.containers[{i}]") for i, c in enumerate(containers)
+            _container(c, f"{path}.spec.containers[{i}]") for i, c in enumerate(containers)
         ),
     )
 

@@ -14,6 +14,7 @@ template order), so the committed manifests do not move when a template file is 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,6 +114,24 @@ def load_values(path: Path) -> dict[str, Any]:
 def ci_values_files() -> list[Path]:
     """The values files every check runs over (charts/hpa/ci/*-values.yaml, chart-testing's)."""
     return sorted(CI_VALUES_DIR.glob("*-values.yaml"))
+
+
+@functools.cache
+def render_ci(name: str) -> tuple[RenderedObject, ...]:
+    """The chart rendered with ``charts/hpa/ci/<name>-values.yaml``, once per test session."""
+    return tuple(render(load_values(CI_VALUES_DIR / f"{name}-values.yaml")))
+
+
+def of_kind(objects: Sequence[RenderedObject], kind: str) -> list[dict[str, Any]]:
+    """The bodies of the objects of one kind."""
+    return [o.body for o in objects if o.kind == kind]
+
+
+def one(objects: Sequence[RenderedObject], kind: str, name: str) -> dict[str, Any]:
+    """The body of the one object of ``kind`` named ``name`` (an AssertionError otherwise)."""
+    found = [o.body for o in objects if o.kind == kind and o.name == name]
+    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
+    return found[0]
 
 
 def _install_rank(kind: str) -> tuple[int, str]:

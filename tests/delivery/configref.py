@@ -16,18 +16,21 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import json
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app.controller import ControllerAppSettings
 from hpa.cli import build_parser
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.core.duration import format_duration
-from tests.delivery.chart import REPO
+from tests.delivery.chart import CHART_DIR, REPO
 
 CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
 ROLES: tuple[tuple[str, tuple[type[Any], ...]], ...] = (
@@ -137,6 +140,64 @@ def settings_table(cls: type[Any]) -> list[str]:
     return rows
 
 
+CHART_INTRO = """
+## Helm chart values (`charts/hpa`)
+
+Every value of [`charts/hpa/values.yaml`](../charts/hpa/values.yaml), from its helm-docs `# --`
+comments; `charts/hpa/values.schema.json` refuses unknown keys and bad values. A map or list
+default longer than a line is shown as `(see values.yaml)`. See [install.md](install.md).
+
+| value | default | description |
+| --- | --- | --- |
+"""
+
+
+def chart_values() -> list[tuple[str, object, str]]:
+    """``(dotted key, default, description)`` of each key preceded by a ``# --`` comment block."""
+    text = (CHART_DIR / "values.yaml").read_text()
+    defaults = yaml.safe_load(text)
+    rows: list[tuple[str, object, str]] = []
+    stack: list[tuple[int, str]] = []
+    comment: list[str] | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# --"):
+            comment = [stripped.removeprefix("# --").strip()]
+            continue
+        if stripped.startswith("#"):
+            if comment is not None:
+                comment.append(stripped.removeprefix("#").strip())
+            continue
+        if not stripped or stripped.startswith("-") or ":" not in stripped:
+            comment = None
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, stripped.split(":", 1)[0].strip("'\"")))
+        if comment is not None:
+            path = [key for _, key in stack]
+            value: Any = defaults
+            for key in path:
+                value = value[key]
+            rows.append((".".join(path), value, " ".join(comment)))
+        comment = None
+    return rows
+
+
+def chart_value_default(value: object) -> str:
+    shown = json.dumps(value, separators=(", ", ": "))
+    return "(see values.yaml)" if len(shown) > 60 else f"`{cell(shown)}`"
+
+
+def chart_table() -> str:
+    rows = [
+        f"| `{key}` | {chart_value_default(value)} | {cell(description)} |"
+        for key, value, description in chart_values()
+    ]
+    return CHART_INTRO + "\n".join(rows) + "\n"
+
+
 def render() -> str:
     parts = [INTRO]
     for role, classes in ROLES:
@@ -148,6 +209,7 @@ def render() -> str:
             parts.append("\n".join(settings_table(cls)) + "\n")
             if not attribute_docs(cls) and cls.__doc__:
                 parts.append("\n```text\n" + inspect.cleandoc(cls.__doc__) + "\n```\n")
+    parts.append(chart_table())
     return "".join(parts)
 
 

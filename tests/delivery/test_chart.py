@@ -7,7 +7,6 @@ charts/hpa/ci/ (defaults, cert-manager, metrics API on, everything off, everythi
 from __future__ import annotations
 
 import base64
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,11 @@ from tests.delivery.chart import (
     ci_values_files,
     lint,
     load_values,
-    render,
+    of_kind,
+    one,
+    render_ci,
 )
+from tests.delivery.configref import chart_values
 
 VALUES_FILES = ci_values_files()
 VALUES_IDS = [path.name.removesuffix("-values.yaml") for path in VALUES_FILES]
@@ -41,19 +43,8 @@ INSTANCE_LABELS = (
 )
 
 
-@functools.cache
 def rendered(name: str) -> tuple[RenderedObject, ...]:
-    return tuple(render(load_values(CHART_DIR / "ci" / f"{name}-values.yaml")))
-
-
-def of_kind(objects: tuple[RenderedObject, ...], kind: str) -> list[dict[str, Any]]:
-    return [o.body for o in objects if o.kind == kind]
-
-
-def one(objects: tuple[RenderedObject, ...], kind: str, name: str) -> dict[str, Any]:
-    found = [o.body for o in objects if o.kind == kind and o.name == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} objects"
-    return found[0]
+    return render_ci(name)
 
 
 def test_the_checks_cover_the_values_files_the_issue_names() -> None:
@@ -94,32 +85,6 @@ def test_schema_refuses_unknown_keys_and_bad_values(values: dict[str, Any]) -> N
         chart.validate_schema(values)
 
 
-def documented_keys(text: str) -> set[str]:
-    """Dotted paths of the keys preceded by a helm-docs ``# --`` comment block."""
-    documented: set[str] = set()
-    stack: list[tuple[int, str]] = []
-    in_doc = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("# --"):
-            in_doc = True
-            continue
-        if stripped.startswith("#"):
-            continue  # a continuation of the block (or an ordinary comment)
-        if not stripped or stripped.startswith("-") or ":" not in stripped:
-            in_doc = False
-            continue
-        indent = len(line) - len(line.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        key = stripped.split(":", 1)[0].strip("'\"")
-        stack.append((indent, key))
-        if in_doc:
-            documented.add(".".join(k for _, k in stack))
-        in_doc = False
-    return documented
-
-
 def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
     paths = []
     for key, value in values.items():
@@ -133,7 +98,7 @@ def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
 
 def test_every_default_value_is_documented_for_helm_docs() -> None:
     text = (CHART_DIR / "values.yaml").read_text()
-    documented = documented_keys(text)
+    documented = {key for key, _default, _description in chart_values()}
     undocumented = [
         path
         for path in leaf_paths(yaml.safe_load(text))
@@ -211,13 +176,20 @@ def test_cert_manager_mode_injects_the_ca_of_the_serving_certificate() -> None:
     assert f"hpa-adapter.{RELEASE_NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
     assert certificate["spec"]["privateKey"]["algorithm"] == "ECDSA"
     issuer = certificate["spec"]["issuerRef"]
-    assert one(objects, "Issuer", issuer["name"])["spec"] == {
-        "ca": {"secretName": "hpa-adapter-ca"}
-    }
+    assert one(objects, "Issuer", issuer["name"])["spec"] == {"ca": {"secretName": "hpa-ca"}}
     for api_service in of_kind(objects, "APIService"):
         annotations = api_service["metadata"]["annotations"]
         assert annotations["cert-manager.io/inject-ca-from"] == f"{RELEASE_NAMESPACE}/hpa-adapter"
         assert "caBundle" not in api_service["spec"]
+    # the admission webhook's certificate comes from the same CA Issuer, its caBundle injected
+    webhook = one(objects, "Certificate", "hpa-vpa-admission")
+    assert webhook["spec"]["issuerRef"] == issuer
+    assert webhook["spec"]["secretName"] == "hpa-vpa-admission-tls"
+    configuration = one(objects, "MutatingWebhookConfiguration", "hpa-vpa-admission")
+    assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{RELEASE_NAMESPACE}/hpa-vpa-admission"
+    )
+    assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
     # a user-provided issuer replaces the self-signed bootstrap
     full = rendered("full")
     assert of_kind(full, "Issuer") == []
@@ -229,12 +201,12 @@ def args_of(deployment: dict[str, Any]) -> list[str]:
     return [str(arg) for arg in container["args"]]
 
 
-@pytest.mark.parametrize("name", ["default", "cert-manager", "metrics-api", "full", "inprocess"])
+@pytest.mark.parametrize("name", VALUES_IDS)
 def test_container_args_are_accepted_by_the_hpa_cli(name: str) -> None:
     parser = build_parser()
     for deployment in of_kind(rendered(name), "Deployment"):
         args = parser.parse_args(args_of(deployment))
-        assert args.command in ("controller", "adapter")
+        assert args.command in ("controller", "adapter", "vpa")
 
 
 def test_controller_runs_two_replicas_with_leader_election_on_its_own_lease() -> None:
@@ -297,10 +269,21 @@ def test_notes_say_which_metrics_the_controller_may_read() -> None:
     assert "read in-process" in notes({"controller": {"metricsSource": "inprocess"}})
 
 
-def test_controller_dry_run_value_passes_the_flag() -> None:
-    args = args_of(one(rendered("full"), "Deployment", "hpa-controller"))
-    assert "--dry-run" in args
-    assert "--dry-run" not in args_of(one(rendered("default"), "Deployment", "hpa-controller"))
+def test_the_controller_runs_in_shadow_mode_unless_told_active() -> None:
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+    assert values["controller"]["mode"] == "shadow"
+    default = build_parser().parse_args(
+        args_of(one(rendered("default"), "Deployment", "hpa-controller"))
+    )
+    assert default.dry_run is True
+    active = build_parser().parse_args(
+        args_of(one(rendered("active"), "Deployment", "hpa-controller"))
+    )
+    assert active.dry_run is False
+    assert "Shadow mode" in notes({})
+    assert "--controllers=*,-horizontal-pod-autoscaler-controller" in notes(
+        {"controller": {"mode": "active"}}
+    )
 
 
 def test_adapter_runs_two_replicas_with_a_pdb_and_delegated_auth_bindings() -> None:
@@ -341,7 +324,7 @@ def test_default_adapter_rules_live_in_values_and_load() -> None:
 
 def test_existing_configmap_is_mounted_instead_of_ours() -> None:
     objects = rendered("full")
-    assert of_kind(objects, "ConfigMap") == []
+    assert [c for c in of_kind(objects, "ConfigMap") if "config.yaml" in c["data"]] == []
     volumes = one(objects, "Deployment", "hpa-adapter")["spec"]["template"]["spec"]["volumes"]
     assert {"name": "config", "configMap": {"name": "adapter-config"}} in volumes
 
@@ -396,7 +379,13 @@ def test_without_api_server_cidrs_egress_is_still_limited_to_its_ports() -> None
 def test_service_monitors_are_optional() -> None:
     assert of_kind(rendered("default"), "ServiceMonitor") == []
     monitors = {m["metadata"]["name"]: m for m in of_kind(rendered("full"), "ServiceMonitor")}
-    assert set(monitors) == {"hpa-adapter", "hpa-controller"}
+    assert set(monitors) == {
+        "hpa-adapter",
+        "hpa-controller",
+        "hpa-vpa-recommender",
+        "hpa-vpa-updater",
+        "hpa-vpa-admission",
+    }
     assert monitors["hpa-adapter"]["spec"]["endpoints"][0]["scheme"] == "https"
     assert monitors["hpa-controller"]["metadata"]["labels"]["release"] == "prometheus"
 

@@ -41,9 +41,9 @@ def test_runtime_runs_as_the_charts_numeric_non_root_user() -> None:
     uid, gid = (int(part) for part in users[0].split(":"))
     assert uid != 0
     assert gid != 0
-    values_helpers = (CHART_DIR / "templates" / "_helpers.tpl").read_text()
-    assert f"runAsUser: {uid}" in values_helpers
-    assert f"runAsGroup: {gid}" in values_helpers
+    chart_values = (CHART_DIR / "values.yaml").read_text()  # podSecurityContext, securityContext
+    assert f"runAsUser: {uid}" in chart_values
+    assert f"runAsGroup: {gid}" in chart_values
 
 
 def test_entrypoint_is_hpa_in_exec_form_and_no_shell_runs_at_start() -> None:
@@ -67,7 +67,7 @@ def test_build_context_holds_only_the_package() -> None:
     ignore = (REPO / ".dockerignore").read_text().splitlines()
     assert "*" in ignore  # everything is excluded, then the package is let back in
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "hpa", "adapter"}
+    assert allowed == {"requirements.lock", "pyproject.toml", "README.md", "hpa", "adapter"}
     sources: set[str] = set()
     for line in instructions("COPY"):
         words = line.split()
@@ -81,3 +81,38 @@ def test_chart_app_version_matches_the_package() -> None:
     pyproject = (REPO / "pyproject.toml").read_text()
     assert f'version = "{chart["appVersion"]}"' in pyproject
     assert f"ARG VERSION={chart['appVersion']}" in INSTRUCTIONS
+
+
+def test_dependencies_come_from_the_lock_file_with_hashes() -> None:
+    """The same pins `make image` installs: hash-checked, no resolution at build time."""
+    runs = " ".join(instructions("RUN"))
+    assert "--require-hashes" in runs
+    assert "-r requirements.lock" in runs
+    assert "pip install --no-deps /wheels/hpa-" in runs  # the project's wheel adds nothing
+    lock = (REPO / "requirements.lock").read_text()
+    pins = [line.split(" ")[0] for line in lock.splitlines() if "==" in line]
+    assert pins
+    for pin in pins:
+        assert f"{pin} \\\n    --hash=sha256:" in lock
+
+
+def test_the_lock_pins_every_runtime_dependency_of_pyproject() -> None:
+    """`make lock` after changing [project.dependencies]; a dependency missing here fails."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    with (REPO / "pyproject.toml").open("rb") as file:
+        wanted = tomllib.load(file)["project"]["dependencies"]
+    lock = (REPO / "requirements.lock").read_text()
+    pinned = {
+        canonicalize_name(line.split("==")[0]): line.split("==")[1].split()[0]
+        for line in lock.splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    }
+    for text in wanted:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not in requirements.lock: run make lock"
+        assert requirement.specifier.contains(pinned[name]), f"{name}=={pinned[name]}"

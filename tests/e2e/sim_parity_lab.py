@@ -30,9 +30,10 @@ PREFIX = f"/apis/{GROUP}/{VERSION}"
 
 @dataclass(frozen=True, slots=True)
 class ServedValue:
-    """One answered GET of the metric: ``time.monotonic()`` on arrival and the value served."""
+    """One answered GET of the metric: ``time.time()`` on arrival (the controller's log lines use
+    the same host clock) and the value served."""
 
-    at_seconds: float
+    at_wall: float
     value_milli: int
 
 
@@ -85,7 +86,7 @@ class ScriptedExternalMetrics:
         with self._lock:
             index = min(len(self._served), len(self.values_milli) - 1)
             value = self.values_milli[index]
-            self._served.append(ServedValue(time.monotonic(), value))
+            self._served.append(ServedValue(time.time(), value))
             return value
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:

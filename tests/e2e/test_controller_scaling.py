@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from tests.e2e.controller_lab import (
     start_controller,
     stop_adapter,
 )
+from tests.lab.kwok import RESIZE_HOLD_ANNOTATION
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
 from tests.lab.process import Component, LabError
@@ -376,6 +378,66 @@ def test_behavior_policies_bound_the_steps(
     not_limited = "beh-pods never reported ScalingLimited=True/ScaleUpLimit while held at 5"
     assert limited is not None, s.failure(not_limited)
     assert limited < pods_steps[2][0], s.failure(not_limited)
+
+
+def _utilization(s: Scaling, name: str) -> int | None:
+    current = (s.hpa(name) or {}).get("status", {}).get("currentMetrics") or []
+    if not current:
+        return None
+    value = current[0].get("resource", {}).get("current", {}).get("averageUtilization")
+    return None if value is None else int(value)
+
+
+def test_utilization_during_an_in_place_resize_uses_the_applied_requests(
+    scaling: Scaling, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One idle pod (10m of 100m: 10 %) is resized in place to 200m while kwok holds the resize
+    (the annotation ``lab.hpa.dev/resize-hold``): the spec says 200m, the container status still
+    100m. The controller (resize-aware, its default) keeps measuring about 10 % for three sync
+    periods; upstream would read 5 %. Once kwok completes the resize, the utilization is 5 %."""
+    s, lab, name = scaling, scaling.lab, "resize-web"
+    s.add(name, metrics=[cpu_utilization_metric(50)], max_replicas=1)
+    s.wait(
+        lambda: (_utilization(s, name) or 0) in range(8, 13),
+        what="resize-web's HPA at 10 % of 100m",
+    )
+    pod = lab.kubectl("get", "pods", "-n", NAMESPACE, "-l", f"app={name}", "-o", "name").split()[0]
+
+    def reported() -> bool:
+        statuses = lab.kubectl_json("get", "-n", NAMESPACE, pod)["status"]["containerStatuses"]
+        return "resources" in statuses[0]
+
+    s.wait(reported, what="kwok to report the pod's container resources")
+    lab.kubectl("annotate", "-n", NAMESPACE, pod, f"{RESIZE_HOLD_ANNOTATION}=true")
+    resize = {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]}}
+    lab.kubectl(
+        "patch",
+        "-n",
+        NAMESPACE,
+        pod,
+        "--subresource=resize",
+        "--type=strategic",
+        "-p",
+        json.dumps(resize),
+    )
+    body = lab.kubectl_json("get", "-n", NAMESPACE, pod)
+    assert body["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "200m"
+    assert body["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] == "100m"
+    held_until = time.monotonic() + 3 * SYNC_SECONDS
+    seen: set[int | None] = set()
+    while time.monotonic() < held_until:
+        seen.add(_utilization(s, name))
+        time.sleep(0.2)
+    assert all(u is not None and u >= 8 for u in seen), s.failure(
+        f"utilization during the resize: {sorted(map(str, seen))}"
+    )
+    lab.kubectl("annotate", "-n", NAMESPACE, pod, f"{RESIZE_HOLD_ANNOTATION}-")
+    s.wait(
+        lambda: (_utilization(s, name) or 99) <= 6,
+        what="resize-web's HPA at 5 % of the applied 200m",
+        timeout_seconds=30,
+    )
+    report(capsys, f"utilization during the held resize {sorted(map(str, seen))} %, after 5 %")
 
 
 def test_prometheus_outage_mid_ramp_freezes_without_scaling_down(

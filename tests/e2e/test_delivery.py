@@ -12,6 +12,7 @@ schema-less stand-in CRDs so the API server accepts the manifests' cert-manager 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.delivery.chart import MANIFESTS_FILE, RELEASE_NAMESPACE
+from tests.delivery.chart import MANIFESTS_FILE, RELEASE_NAMESPACE, ci_values_files, render_ci
 from tests.delivery.podsecurity import pod_templates
 from tests.lab.lab import Lab
 
@@ -34,13 +35,13 @@ SERVICE_ACCOUNTS = ("hpa-controller", "hpa-adapter")
 CAN_I_NAMESPACES = (RELEASE_NAMESPACE, "kube-system", "default")
 
 
-def stand_in_crd(kind: str, plural: str) -> dict[str, Any]:
+def stand_in_crd(kind: str, plural: str, group: str = "cert-manager.io") -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.cert-manager.io"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "cert-manager.io",
+            "group": group,
             "scope": "Namespaced",
             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
             "versions": [
@@ -92,11 +93,19 @@ def restricted_namespace(lab: Lab) -> str:
             },
             stand_in_crd("Certificate", "certificates"),
             stand_in_crd("Issuer", "issuers"),
+            stand_in_crd("ServiceMonitor", "servicemonitors", "monitoring.coreos.com"),
+            stand_in_crd("PrometheusRule", "prometheusrules", "monitoring.coreos.com"),
+            # grafanaDashboard.namespace of charts/hpa/ci/monitoring-values.yaml
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "grafana"}},
         ]
     )
     lab.wait_for(
-        lambda: "issuers" in lab.kubectl("api-resources", "--api-group=cert-manager.io"),
-        what="the cert-manager stand-in CRDs to be served",
+        lambda: (
+            "issuers" in lab.kubectl("api-resources", "--api-group=cert-manager.io")
+            and "prometheusrules"
+            in lab.kubectl("api-resources", "--api-group=monitoring.coreos.com")
+        ),
+        what="the cert-manager and prometheus-operator stand-in CRDs to be served",
         timeout_seconds=30,
     )
     return RELEASE_NAMESPACE
@@ -119,6 +128,44 @@ def test_manifests_pass_server_side_dry_run_without_pod_security_warnings(
     assert len(applied) == len(manifests())
     assert any(line.startswith("deployment.apps/hpa-controller") for line in applied)
     assert any(line.startswith("apiservice.apiregistration.k8s.io/") for line in applied)
+
+
+def test_every_ci_values_render_passes_server_side_dry_run(
+    lab: Lab, restricted_namespace: str
+) -> None:
+    """Each charts/hpa/ci/*-values.yaml render (one per option group), in one dry-run request
+    stream: the API server's own validation, admission and RBAC escalation checks."""
+    documents = distinct(
+        [obj.body for path in ci_values_files() for obj in render_ci(ci_name(path))]
+    )
+    result = run_kubectl(
+        lab,
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(documents),
+    )
+    assert result.returncode == 0, result.stderr
+    applied = [line for line in result.stdout.splitlines() if "serverside-applied" in line]
+    assert len(applied) == len(documents)
+    for kind in ("mutatingwebhookconfiguration", "customresourcedefinition", "prometheusrule"):
+        assert any(line.startswith(f"{kind}.") for line in applied), kind
+
+
+def distinct(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each object once: most values files render the same objects (a generated Secret differs
+    only in its key material, so one of each name is kept)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for document in documents:
+        key = dict(document, data=None) if document["kind"] == "Secret" else document
+        seen.setdefault(json.dumps(key, sort_keys=True), document)
+    return list(seen.values())
+
+
+def ci_name(path: Path) -> str:
+    return path.name.removesuffix("-values.yaml")
 
 
 def pod_from(template_owner: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

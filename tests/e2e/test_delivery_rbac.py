@@ -71,6 +71,7 @@ PODS_METRIC = "http_requests_per_second"
 EXTERNAL_METRIC = "lab_workload_offered_load_rps"
 SCENARIO_VALUES: dict[str, Any] = {
     "controller": {
+        "mode": "active",  # the scenario needs a controller that scales (kcm's is off in the lab)
         "syncPeriod": f"{scenario.SYNC_SECONDS:g}s",
         "downscaleStabilization": f"{scenario.STABILIZATION_SECONDS:g}s",
         "rbac": {

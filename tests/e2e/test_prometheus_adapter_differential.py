@@ -447,7 +447,10 @@ def test_a_rule_on_an_unknown_resource_is_refused_by_both(
     lab: Lab, world: World, tmp_path: Path
 ) -> None:
     ours, theirs = both_refuse(lab, tmp_path, sample_config_quoted(), label="sample-cheddar")
-    assert "brand" in ours, ours[-2000:]
+    # ours names the file, the rule, the field and the resource; theirs the resource only
+    assert "rules[3] (seriesQuery 'cheddar" in ours, ours[-2000:]
+    assert "resources.overrides.brand: unable to normalize group-resource brand.cheese.io" in ours
+    assert "unable to normalize group-resource" in theirs, theirs[-2000:]
     assert "brand" in theirs, theirs[-2000:]
 
 

@@ -17,16 +17,18 @@ Design (``docs/simulator.md``, "Parity with the lab"):
   Prometheus's scrape phase;
 * the trace has 500 steps, one per sync: 500 syncs at 0.4 s (200 s of wall time; 1 s would take
   more than 8 minutes);
-* the simulator runs the same manifest with its sync times set to the times at which the server
-  was asked (the lab's phase, sync by sync) and its External metric replaying the values served
-  (:class:`hpa.sim.ports.ReplayedMetricsClient`);
-* the controller's desired replicas per sync come from its per-reconcile log line
-  (``reconciled ... desired=N``), in order; the Deployment's ``spec.replicas`` as a watch sees
-  it is compared with the simulated Deployment's too.
+* the controller's per-reconcile log line (``reconciled ... at=T desired=N``) gives, for every
+  sync, the clock reading its windows and policy periods were evaluated at and its decision; each
+  read the server answered is matched to the reconcile that made it by time (one host clock);
+* the simulator runs the same manifest with its sync times set to the controller's own clock
+  readings (the lab's phase, sync by sync) and its External metric replaying the value each
+  decision was made on (:class:`hpa.sim.ports.ReplayedMetricsClient`); the Deployment's
+  ``spec.replicas`` as a watch sees it is compared with the simulated Deployment's too.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import itertools
 import json
@@ -58,7 +60,7 @@ from tests.e2e.controller_lab import (
     report,
     start_controller,
 )
-from tests.e2e.sim_parity_lab import GROUP, VERSION, ScriptedExternalMetrics
+from tests.e2e.sim_parity_lab import GROUP, VERSION, ScriptedExternalMetrics, ServedValue
 from tests.lab import aggregation
 from tests.lab.lab import Lab
 from tests.lab.process import Component
@@ -137,15 +139,22 @@ def manifest() -> dict[str, Any]:
     )
 
 
-def controller_desired(log_path: Path, *, key: str) -> tuple[list[int], list[str]]:
-    """``desired`` of every reconcile of ``key`` the controller logged, in order, and the lines
-    left out: reconciles whose External metric fetch failed before reaching the scripted server
-    (e.g. the aggregator answering 503 under load). Those read no value from the script and
-    change nothing the next decisions depend on (upstream's error path records no
-    recommendation and no scale event), so the simulator, which replays only answered reads,
-    has no sync for them."""
-    desired: list[int] = []
-    skipped: list[str] = []
+@dataclass(frozen=True, slots=True)
+class Reconcile:
+    """One reconcile of the HPA, from the controller's log line."""
+
+    at: float
+    """The reconcile's clock reading (``at``, seconds since the epoch): the time its windows and
+    policy periods were evaluated at."""
+    logged: float
+    """The line's ``timestamp``: after the reconcile's metric read."""
+    desired: int | None
+    """``None`` when its External metric fetch failed."""
+
+
+def controller_reconciles(log_path: Path, *, key: str) -> list[Reconcile]:
+    """Every reconcile of ``key`` the controller logged, in order."""
+    reconciles: list[Reconcile] = []
     for raw in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             line = json.loads(raw)
@@ -155,13 +164,57 @@ def controller_desired(log_path: Path, *, key: str) -> tuple[list[int], list[str
             continue
         if line.get("hpa") != key:
             continue
-        if "unable to fetch metrics from external metrics API" in str(line.get("error", "")):
-            skipped.append(raw)
-            continue
-        if not isinstance(line.get("desired"), int):
+        failed = "unable to fetch metrics from external metrics API" in str(line.get("error", ""))
+        if not failed and not isinstance(line.get("desired"), int):
             raise AssertionError(f"a reconcile line without desired: {raw!r}")
-        desired.append(int(line["desired"]))
-    return desired, skipped
+        reconciles.append(
+            Reconcile(
+                at=dt.datetime.fromisoformat(line["at"]).timestamp(),
+                logged=dt.datetime.fromisoformat(line["timestamp"]).timestamp(),
+                desired=None if failed else int(line["desired"]),
+            )
+        )
+    return reconciles
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """A reconcile that read the metric: its clock reading, the value it was answered, and the
+    controller's decision."""
+
+    at: float
+    value_milli: int
+    desired: int
+
+
+def align(reconciles: Sequence[Reconcile], served: Sequence[ServedValue]) -> tuple[list[Sync], int]:
+    """Each read the server answered belongs to the reconcile whose ``[at, logged]`` interval holds
+    its arrival (one host clock for both processes). A reconcile that failed to fetch has no sync:
+    upstream's error path records no recommendation and no scale event, so the simulator, which
+    replays only the values decisions were made on, leaves it out with any read answered to it
+    (the answer lost on its way back). When a reconcile holds more than one read (a request
+    retried after its answer was lost), it decided on the last. Returns the syncs and the number
+    of reads no decision was made on."""
+    syncs: list[Sync] = []
+    unused = 0
+    reads = iter(served)
+    pending = next(reads, None)
+    for reconcile in reconciles:
+        held: list[ServedValue] = []
+        while pending is not None and pending.at_wall <= reconcile.logged:
+            assert pending.at_wall >= reconcile.at, (
+                f"a read at {pending.at_wall:.6f} belongs to no reconcile (the next one started "
+                f"at {reconcile.at:.6f})"
+            )
+            held.append(pending)
+            pending = next(reads, None)
+        if reconcile.desired is None:
+            unused += len(held)
+            continue
+        assert held, f"a reconcile at {reconcile.at:.6f} decided without reading the metric"
+        unused += len(held) - 1
+        syncs.append(Sync(reconcile.at, held[-1].value_milli, reconcile.desired))
+    return syncs, unused
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,9 +344,10 @@ def lab_run(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabR
 def test_simulator_replays_the_lab_controller_sync_by_sync(
     lab: Lab, lab_run: LabRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # two reads past the trace: the reconcile of the last step has finished (and logged)
+    # reads past the trace: the reconcile of the last step has finished (and logged), with room
+    # for a few reads no decision was made on
     lab.wait_for(
-        lambda: len(lab_run.served.served()) >= STEPS + 2,
+        lambda: len(lab_run.served.served()) >= STEPS + 5,
         what=f"{STEPS} syncs of hpa controller",
         timeout_seconds=STEPS * SYNC_SECONDS * 2 + 60,
         interval_seconds=1.0,
@@ -309,18 +363,21 @@ def test_simulator_replays_the_lab_controller_sync_by_sync(
         "depends on the Deployment's status.replicas and the comparison is not exact"
     )
 
-    served = lab_run.served.served()[:STEPS]
-    logged, skipped = controller_desired(lab_run.controller.log_path, key=f"{NAMESPACE}/{NAME}")
-    assert len(logged) >= STEPS, (
-        f"the controller logged {len(logged)} reconciles for {STEPS} metric reads\n"
+    served = lab_run.served.served()
+    assert [value.value_milli for value in served[:STEPS]] == script(), (
+        "the server answered the script in order"
+    )
+    reconciles = controller_reconciles(lab_run.controller.log_path, key=f"{NAMESPACE}/{NAME}")
+    syncs, unused = align(reconciles, served)
+    failed = sum(reconcile.desired is None for reconcile in reconciles)
+    assert len(syncs) >= STEPS, (
+        f"the controller decided {len(syncs)} times on {len(served)} metric reads\n"
         f"{component_log(lab_run.controller)}"
     )
-    lab_desired = logged[:STEPS]
-
-    times = [value.at_seconds - served[0].at_seconds for value in served]
-    values = [value.value_milli for value in served]
-    assert values == script(), "the server answered the script in order"
-    simulated = simulate_recorded(times, values)
+    syncs = syncs[:STEPS]
+    lab_desired = [sync.desired for sync in syncs]
+    times = [sync.at - syncs[0].at for sync in syncs]
+    simulated = simulate_recorded(times, [sync.value_milli for sync in syncs])
 
     intervals = [b - a for a, b in itertools.pairwise(times)]
     lab_replicas = changes([n for _, n in replica_steps(lab_run.deployments, NAME)])
@@ -328,8 +385,8 @@ def test_simulator_replays_the_lab_controller_sync_by_sync(
         capsys,
         f"sim parity: {STEPS} syncs at {SYNC_SECONDS:g}s, intervals "
         f"{min(intervals):.3f}..{max(intervals):.3f}s; {len(changes(lab_desired)) - 1} changes "
-        f"of desired replicas; {len(skipped)} reconciles whose fetch failed before the server "
-        f"left out {skipped[:3]}\nhpa controller (lab): {run_lengths(lab_desired)}\n"
+        f"of desired replicas; {failed} reconciles whose fetch failed and {unused} reads no "
+        f"decision was made on, left out\nhpa controller (lab): {run_lengths(lab_desired)}\n"
         f"simulator:            {run_lengths(simulated.desired)}\n"
         f"Deployment spec.replicas, lab: {lab_replicas}\n"
         f"Deployment spec.replicas, sim: {changes([1, *simulated.replicas])}",

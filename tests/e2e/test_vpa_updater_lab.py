@@ -18,7 +18,6 @@ these tests; the guard has its own component tests).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller_lab import deployment_manifest
+from tests.e2e.vpa_lab import write_recommendation
 from tests.hpa.api.data import VPA_DATA
 from tests.lab.controlplane import free_port
 from tests.lab.lab import REPO_ROOT, Lab
@@ -69,31 +69,7 @@ def vpa(name: str, *, mode: str) -> dict[str, Any]:
 
 
 def recommend(lab: Lab, name: str, target: dict[str, str]) -> None:
-    status = {
-        "status": {
-            "recommendation": {
-                "containerRecommendations": [
-                    {
-                        "containerName": "app",
-                        "target": target,
-                        "lowerBound": target,
-                        "upperBound": target,
-                    }
-                ]
-            }
-        }
-    }
-    lab.kubectl(
-        "patch",
-        "verticalpodautoscaler",
-        name,
-        "-n",
-        NAMESPACE,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-    )
+    write_recommendation(lab, NAMESPACE, name, target)
 
 
 def pods(lab: Lab, app: str) -> list[dict[str, Any]]:

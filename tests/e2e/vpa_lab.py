@@ -56,6 +56,30 @@ def write_vpa_statuses(lab: Lab, vpas: Sequence[Vpa]) -> None:
         )
 
 
+def write_recommendation(
+    lab: Lab, namespace: str, name: str, target: dict[str, str], *, container: str = "app"
+) -> None:
+    """One container's recommendation (target = both bounds) into a VPA's ``status``."""
+    entry = {
+        "containerName": container,
+        "target": target,
+        "lowerBound": target,
+        "upperBound": target,
+    }
+    status = {"status": {"recommendation": {"containerRecommendations": [entry]}}}
+    lab.kubectl(
+        "patch",
+        "verticalpodautoscaler",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+
+
 def loopback_certificate(lab: Lab, name: str) -> KeyPair:
     """A serving certificate of the lab's CA for 127.0.0.1 (kube-apiserver and the tests)."""
     return issue_certificate(
@@ -81,7 +105,9 @@ class Webhook:
         return f"https://{LOOPBACK}:{self.port}/"
 
 
-def start_ours(lab: Lab, name: str, pair: KeyPair, *, lease_name: str) -> Webhook:
+def start_ours(
+    lab: Lab, name: str, pair: KeyPair, *, lease_name: str, extra_flags: Sequence[str] = ()
+) -> Webhook:
     """``hpa vpa admission`` with the lab's admin kubeconfig (its own status Lease name, so it
     never fights upstream's admission controller over one). Run as ``python -m hpa`` from the
     checkout, so the code under test is this tree's whatever the venv's ``hpa`` script points at."""
@@ -99,6 +125,7 @@ def start_ours(lab: Lab, name: str, pair: KeyPair, *, lease_name: str) -> Webhoo
         f"--tls-private-key={pair.key_path}",
         f"--status-lease-name={lease_name}",
         "--status-lease-namespace=kube-system",
+        *extra_flags,
     ]
     return Webhook(lab.group.start(name, argv, cwd=REPO_ROOT), port, operations)
 

@@ -1,7 +1,9 @@
 """A fake of the Kubernetes API parts a delegated API server calls, over real HTTP.
 
-Serves ``GET /api/v1/pods`` and ``/api/v1/nodes`` (a list from a table; a watch that stays open
-without events), ``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
+Serves discovery (``/api``, ``/apis``, ``/api/v1``, ``/apis/apps/v1``: the core kinds and
+Deployments, what the adapter's REST mapper reads at start), ``GET /api/v1/pods`` and
+``/api/v1/nodes`` (a list from a table; a watch that stays open without events),
+``POST /apis/authentication.k8s.io/v1/tokenreviews`` (from a token table),
 ``POST /apis/authorization.k8s.io/v1/subjectaccessreviews`` (from a rule the test sets, or a
 scripted failure) and ``GET /api/v1/namespaces/kube-system/configmaps/
 extension-apiserver-authentication`` (from a data dict), recording every request body so tests
@@ -11,6 +13,7 @@ can assert the exact review sent. It evaluates no RBAC: the test's rule decides.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -34,6 +37,40 @@ def _status(code: int, reason: str, *, message: str) -> JsonObject:
         "reason": reason,
         "code": code,
     }
+
+
+def _resource(name: str, kind: str, *, namespaced: bool = True) -> JsonObject:
+    return {"name": name, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind}
+
+
+DISCOVERY: dict[str, JsonObject] = {
+    "/api": {"kind": "APIVersions", "versions": ["v1"]},
+    "/apis": {
+        "kind": "APIGroupList",
+        "groups": [
+            {
+                "name": "apps",
+                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
+            }
+        ],
+    },
+    "/api/v1": {
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            _resource("pods", "Pod"),
+            _resource("services", "Service"),
+            _resource("namespaces", "Namespace", namespaced=False),
+            _resource("nodes", "Node", namespaced=False),
+        ],
+    },
+    "/apis/apps/v1": {
+        "kind": "APIResourceList",
+        "groupVersion": "apps/v1",
+        "resources": [_resource("deployments", "Deployment")],
+    },
+}
 
 
 @dataclass(kw_only=True)
@@ -62,6 +99,8 @@ class FakeKubeAuth:
         )
         app.router.add_get(CONFIGMAP_PATH, self._configmap)
         app.router.add_get("/api/v1/pods", self._collection)
+        for path, document in DISCOVERY.items():
+            app.router.add_get(path, functools.partial(self._discovery, document))
         app.router.add_get("/api/v1/nodes", self._collection)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -75,6 +114,9 @@ class FakeKubeAuth:
         self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _discovery(self, document: JsonObject, request: web.Request) -> web.Response:
+        return web.json_response(document)
 
     async def _token_review(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -33,6 +33,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from tests.faults.loopthread import LoopThread
 from tests.lab.lab import Lab
 from tests.lab.pki import KeyPair, issue_certificate, write_kubeconfig
 
@@ -110,8 +111,7 @@ class FaultProxy:
         self._work = work
         self._plan = _Plan(rate, kinds)
         self._rng = random.Random(seed)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._loop = LoopThread()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
@@ -123,8 +123,8 @@ class FaultProxy:
 
     def start(self) -> Path:
         """Serve on 127.0.0.1; returns a kubeconfig for ``user`` that points at the proxy."""
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
+        self._loop.start()
+        self._loop.run(self._start())
         serving = issue_certificate(
             self._lab.pki.ca,
             self._work / f"{self._user}-proxy-serving",
@@ -133,7 +133,7 @@ class FaultProxy:
             server=True,
         )
         self._serving = serving
-        asyncio.run_coroutine_threadsafe(self._listen(serving), self._loop).result(timeout=30)
+        self._loop.run(self._listen(serving))
         return write_kubeconfig(
             self._work / f"{self._user}-via-proxy.kubeconfig",
             server=f"https://127.0.0.1:{self.port}",
@@ -147,11 +147,7 @@ class FaultProxy:
             self._plan = _Plan(rate, self._plan.kinds)
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._loop.stop(self._stop())
 
     # ------------------------------------------------------------------ the event loop's side
 
@@ -257,8 +253,8 @@ class FaultProxy:
                     response.headers[key] = value
             if "Content-Encoding" in upstream.headers:
                 response.headers["Content-Encoding"] = upstream.headers["Content-Encoding"]
-            await response.prepare(request)
             try:
+                await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()

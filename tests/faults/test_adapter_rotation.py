@@ -1,23 +1,25 @@
-"""The adapter's serving certificate rotated under load: no request fails.
+"""The adapter's certificates rotated under load: no request fails.
 
 Clients call the adapter directly as kube-apiserver does (its front-proxy client certificate and
-``X-Remote-User``), each request on a new TLS connection, at about 100 requests per second. Midway
-the certificate and key files are replaced (atomically, as a Secret volume update does) with a
-new certificate from the same CA; the adapter polls its files (``--tls-check-interval=1s``).
-Every request must succeed, and connections after the rotation must see the new certificate.
+``X-Remote-User``), each request on a new TLS connection, at about 100 requests per second.
+
+- **Serving certificate**: midway the certificate and key files are replaced (atomically, as a
+  Secret volume update does) with a new certificate from the same CA; the adapter polls its files
+  (``--tls-check-interval=1s``). Every request must succeed, and connections after the rotation
+  must see the new certificate.
+- **Client CA**: a new front-proxy CA is added to the ``requestheader-client-ca-file`` bundle of
+  the ``extension-apiserver-authentication`` ConfigMap (as a CA rotation does: old and new CA
+  side by side; kube-apiserver keeps CAs others added); the adapter re-reads the ConfigMap
+  (``--auth-config-refresh-interval=1s``). A client certificate of the new CA is refused before,
+  and after the reload half the clients present one: every request must succeed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import http.client
+import json
 import os
 import ssl
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -30,38 +32,22 @@ from tests.e2e.controller_lab import (
     start_adapter,
     stop_adapter,
 )
+from tests.faults.tlsload import RATE_PER_SECOND, Request, one_request, under_load
 from tests.lab import aggregation
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
-from tests.lab.pki import issue_certificate
+from tests.lab.pki import FRONT_PROXY_CLIENT_NAME, create_ca, issue_certificate
 from tests.lab.process import Component
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 NAMESPACE = "faults-rotation"
 WORKLOAD = "rot"
-RATE_PER_SECOND = 100
-LOAD_SECONDS = 12.0
-ROTATE_AFTER_SECONDS = 4.0
-WORKERS = 8
 PATH = (
     f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/lab_workload_offered_load_rps"
     f"?labelSelector=workload%3D{WORKLOAD}"
 )
-
-
-@dataclass
-class Tally:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    outcomes: Counter[str] = field(default_factory=Counter)
-    serials: dict[str, int] = field(default_factory=dict)
-    """certificate serial -> requests after the rotation that saw it"""
-
-    def add(self, outcome: str, serial: str | None, *, after_rotation: bool) -> None:
-        with self.lock:
-            self.outcomes[outcome] += 1
-            if after_rotation and serial is not None:
-                self.serials[serial] = self.serials.get(serial, 0) + 1
+REQUEST = Request("GET", PATH, {"X-Remote-User": "admin", "X-Remote-Group": "system:masters"})
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +58,7 @@ def adapter(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Comp
         lab,
         tmp_path_factory.mktemp("rotation-adapter"),
         rules=adapter_rules(window_seconds=5),
-        extra_flags=("--tls-check-interval=1s",),
+        extra_flags=("--tls-check-interval=1s", "--auth-config-refresh-interval=1s"),
     )
     try:
         yield component
@@ -88,24 +74,6 @@ def _flag(component: Component, name: str) -> str:
         if str(arg).startswith(f"--{name}="):
             return str(arg).split("=", 1)[1]
     raise AssertionError(f"{component.name} has no --{name}")
-
-
-def _serial(context: ssl.SSLContext, host: str, port: int) -> tuple[str, str | None]:
-    connection = http.client.HTTPSConnection(host, port, context=context, timeout=10)
-    try:
-        connection.request(
-            "GET", PATH, headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
-        )
-        response = connection.getresponse()
-        response.read()
-        sock = connection.sock
-        der = sock.getpeercert(binary_form=True) if isinstance(sock, ssl.SSLSocket) else None
-        serial = None if der is None else hashlib.sha256(der).hexdigest()[:16]
-        return (str(response.status), serial)
-    except (OSError, http.client.HTTPException) as error:
-        return (type(error).__name__, None)
-    finally:
-        connection.close()
 
 
 def _rotate(lab: Lab) -> None:
@@ -132,40 +100,17 @@ def test_serving_certificate_rotation_under_load_fails_no_request(
     )
     context = lab.front_proxy_tls()
     context.check_hostname = False  # the certificate names the Service; we dial its address
-    status, before = _serial(context, host, port)
+    status, before = one_request(context, host, port, REQUEST)
     assert status == "200", f"the adapter answered {status} before the load"
 
-    tally = Tally()
-    rotated = threading.Event()
-    started = time.monotonic()
-    stop_at = started + LOAD_SECONDS
-    interval = WORKERS / RATE_PER_SECOND
-
-    def worker(index: int) -> None:
-        next_at = started + index * interval / WORKERS
-        while (now := time.monotonic()) < stop_at:
-            if now < next_at:
-                time.sleep(next_at - now)
-            outcome, serial = _serial(context, host, port)
-            tally.add(outcome, serial, after_rotation=rotated.is_set())
-            next_at += interval
-
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    time.sleep(ROTATE_AFTER_SECONDS)
-    _rotate(lab)
-    rotated_at = time.monotonic()
-    time.sleep(2.5)  # two polls of the files: connections from here on must see the new one
-    rotated.set()
-    for thread in threads:
-        thread.join(timeout=LOAD_SECONDS + 20)
-    elapsed = time.monotonic() - started
+    tally, elapsed, rotated_at = under_load(
+        host, port, REQUEST, lambda _index, _after: context, lambda: _rotate(lab)
+    )
     total = sum(tally.outcomes.values())
     report(
         capsys,
         f"rotation under load: {total} requests in {elapsed:.1f} s ({total / elapsed:.0f}/s), "
-        f"outcomes {dict(tally.outcomes)}; rotated at +{rotated_at - started:.1f} s; "
+        f"outcomes {dict(tally.outcomes)}; rotated at +{rotated_at:.1f} s; "
         f"certificates seen after the reload window: {list(tally.serials.values())}",
     )
     assert set(tally.outcomes) == {"200"}, f"failed requests: {dict(tally.outcomes)}"
@@ -175,3 +120,58 @@ def test_serving_certificate_rotation_under_load_fails_no_request(
         "connections after the rotation still saw the old certificate"
     )
     assert len(tally.serials) == 1
+
+
+AUTH_CONFIGMAP = ("-n", "kube-system", "configmap", "extension-apiserver-authentication")
+REQUESTHEADER_CA = "requestheader-client-ca-file"
+
+
+def _set_requestheader_ca(lab: Lab, bundle: str) -> None:
+    lab.kubectl(
+        "patch", *AUTH_CONFIGMAP, "--type=merge",
+        "-p", json.dumps({"data": {REQUESTHEADER_CA: bundle}}),
+    )  # fmt: skip
+
+
+def test_client_ca_rotation_under_load_fails_no_request(
+    lab: Lab, adapter: Component, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host, port = _flag(adapter, "bind-address"), int(_flag(adapter, "secure-port"))
+    old = lab.front_proxy_tls()
+    old.check_hostname = False
+    directory = lab.work_dir / "pki" / "rotated-front-proxy"
+    directory.mkdir(exist_ok=True)
+    ca = create_ca(directory, "front-proxy-ca-2", common_name="front-proxy-ca-2")
+    client = issue_certificate(
+        ca, directory / "front-proxy-client-2", common_name=FRONT_PROXY_CLIENT_NAME, client=True
+    )
+    new = ssl.create_default_context(cafile=str(lab.pki.ca.pair.cert_path))
+    new.load_cert_chain(client.cert_path, client.key_path)
+    new.check_hostname = False
+    refused, _ = one_request(new, host, port, REQUEST)
+    assert refused != "200", "a client certificate of an unknown CA was accepted"
+    original = lab.kubectl_json("get", *AUTH_CONFIGMAP)["data"][REQUESTHEADER_CA]
+    bundle = original.rstrip("\n") + "\n" + ca.pair.cert_path.read_text()
+    try:
+        tally, elapsed, rotated_at = under_load(
+            host,
+            port,
+            REQUEST,
+            lambda index, after: new if after and index % 2 else old,
+            lambda: _set_requestheader_ca(lab, bundle),
+        )
+    finally:
+        _set_requestheader_ca(lab, original)
+    total = sum(tally.outcomes.values())
+    after_window = sum(tally.serials.values())
+    report(
+        capsys,
+        f"client-CA rotation under load: {total} requests in {elapsed:.1f} s "
+        f"({total / elapsed:.0f}/s), outcomes {dict(tally.outcomes)}; CA added at "
+        f"+{rotated_at:.1f} s; {after_window} requests after the reload window, half of them "
+        "with a certificate of the new CA",
+    )
+    assert refused != "200"
+    assert set(tally.outcomes) == {"200"}, f"failed requests: {dict(tally.outcomes)}"
+    assert total / elapsed >= 0.8 * RATE_PER_SECOND, f"only {total / elapsed:.0f} requests/s"
+    assert after_window > 0, "no request after the reload window"

@@ -318,6 +318,33 @@ class ControlPlane:
             for future in futures:
                 future.result()
 
+    def restart_etcd(self, *, down_seconds: float = 0.0) -> None:
+        """End etcd (SIGTERM), keep it down ``down_seconds``, start it again on the same data
+        directory and ports, and wait until it is healthy (``tests/faults``)."""
+        self.group.end("etcd")
+        time.sleep(down_seconds)
+        self.group.start("etcd", self.etcd_argv())
+        etcd_health = f"http://127.0.0.1:{self.endpoints.etcd_client_port}/health"
+        wait_until(
+            lambda: http_ok(etcd_health),
+            what="etcd /health after a restart",
+            timeout_seconds=self.config.start_timeout_seconds,
+            group=self.group,
+        )
+
+    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
+        """End kube-apiserver (SIGTERM), keep it down ``down_seconds``, start it again with the
+        same flags and port, and wait until ``/readyz`` (``tests/faults``)."""
+        self.group.end("kube-apiserver")
+        time.sleep(down_seconds)
+        self.group.start("kube-apiserver", self.apiserver_argv())
+        wait_until(
+            lambda: https_ok(f"{self.server_url}/readyz", self.admin_tls),
+            what="kube-apiserver /readyz after a restart",
+            timeout_seconds=self.config.start_timeout_seconds,
+            group=self.group,
+        )
+
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
         result = subprocess.run(
             [*self.kubectl_argv(), *args],

@@ -15,7 +15,10 @@ the HPA's CPU-initialization and readiness rules read `status.startTime` and the
    applied. kwok reports no container resources by itself, and kube-apiserver refuses a resize
    (`pods/resize`) of a pod whose running containers report none ("Pod running on node without
    support for resize"); with this stage every resize completes at once (kwok patches only when
-   something changed, so an unchanged pod is not written again).
+   something changed, so an unchanged pod is not written again). A pod annotated
+   `lab.hpa.dev/resize-hold` is left alone: a resize of it stays in progress (spec ahead of the
+   reported resources) until the annotation is removed, as with a kubelet that has not applied it
+   yet.
 5. `pod-delete`: a pod with a deletionTimestamp and no finalizers is removed at once (the
    kubelet's grace period is not simulated).
 Nodes are initialized as Ready with the capacity we give them and heartbeat every 10 s.
@@ -31,6 +34,10 @@ NODE_LABEL_KEY = "type"
 NODE_LABEL_VALUE = "kwok"
 
 _NOT_DELETED = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+
+RESIZE_HOLD_ANNOTATION = "lab.hpa.dev/resize-hold"
+"""A pod with this annotation (any value) keeps its reported container resources: the
+`pod-resize` stage skips it, so a resize stays in progress until the annotation goes."""
 
 _NODE_CONDITIONS = """\
 conditions:
@@ -278,6 +285,10 @@ def render_stages(
             "Pod",
             match=[
                 _NOT_DELETED,
+                {
+                    "key": f'.metadata.annotations["{RESIZE_HOLD_ANNOTATION}"]',
+                    "operator": "DoesNotExist",
+                },
                 {"key": ".status.phase", "operator": "In", "values": ["Running"]},
                 {"key": ready_status, "operator": "In", "values": ["True"]},
             ],

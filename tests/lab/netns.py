@@ -100,6 +100,11 @@ class Netns:
         _ip("link", "set", self.namespace_link, "up", namespace=self.name)
         _ip("link", "set", "lo", "up", namespace=self.name)
 
+    def set_namespace_link(self, *, up: bool) -> None:
+        """Take the namespace end of the veth down (everything in the namespace is cut off from
+        the host and the API server, a network partition) or up again (``tests/faults``)."""
+        _ip("link", "set", self.namespace_link, "up" if up else "down", namespace=self.name)
+
     def close(self) -> None:
         self.remove_links()
         fcntl.flock(self.lock_file, fcntl.LOCK_UN)

@@ -44,5 +44,6 @@ def test_ready_pods_report_their_containers_resources_so_resizes_complete() -> N
     resize = spec["pod-resize"]
     keys = {m["key"]: m.get("values") for m in resize["selector"]["matchExpressions"]}
     assert keys[".status.phase"] == ["Running"]
+    assert f'.metadata.annotations["{kwok.RESIZE_HOLD_ANNOTATION}"]' in keys
     assert "delay" not in resize
     assert "resources: {{ YAML $item.resources 2 }}" in resize["next"]["statusTemplate"]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from hpa.api.vpa import time_to_ns
+from hpa.controllers.vertical.group_aware import MODEL_GROUP_AWARE, GroupSizeHistory
 from hpa.controllers.vertical.ports import (
     ContainerMetricsSource,
     MetricsSourceError,
@@ -85,8 +86,8 @@ MODEL_CRANE = CRANE_RECOMMENDER_NAME
 
 
 def selected_model(recommenders: Sequence[str], recommender_name: str) -> str | None:
-    """``filterVPAs`` for a process that runs ``recommender_name`` (upstream's model) and
-    ``crane``: which of the two serves a VPA, None when the VPA is not ours. A VPA without
+    """``filterVPAs`` for a process that runs ``recommender_name`` (upstream's model), ``crane``
+    and ``group-aware``: which of them serves a VPA, None when the VPA is not ours. A VPA without
     ``spec.recommenders`` belongs to the ``default`` recommender; otherwise the first listed name
     this process runs wins."""
     if not recommenders:
@@ -96,6 +97,8 @@ def selected_model(recommenders: Sequence[str], recommender_name: str) -> str | 
             return MODEL_DEFAULT
         if name == CRANE_RECOMMENDER_NAME:
             return MODEL_CRANE
+        if name == MODEL_GROUP_AWARE:
+            return MODEL_GROUP_AWARE
     return None
 
 
@@ -215,6 +218,7 @@ class ClusterFeeder:
         self.crane_config = crane_config or CraneConfig()
         self.observed: dict[VpaId, ObservedVpa] = {}
         self.crane: dict[VpaId, _CraneVpa] = {}
+        self.group_sizes = GroupSizeHistory(controllers)
         self._seen: dict[PodId, PodRecord] = {}
         self._pods_to_delete: list[PodId] = []
         self._ooms: list[OomInfo] = []
@@ -313,6 +317,13 @@ class ClusterFeeder:
             if vpa_id not in observed or observed[vpa_id].model != MODEL_CRANE:
                 del self.crane[vpa_id]
         self.observed = observed
+        self.group_sizes.sync(
+            {
+                vpa_id: o.record.target
+                for vpa_id, o in observed.items()
+                if o.model == MODEL_GROUP_AWARE
+            }
+        )
 
     # -- pods ---------------------------------------------------------------------------------
 
@@ -418,6 +429,8 @@ class ClusterFeeder:
                     dropped += 1
                     continue
                 added += 1
+                if pod is not None:
+                    self.group_sizes.record(self.cluster, pod, snapshot.container, resource, amount)
                 for crane in cranes:
                     state = self._crane_state(crane, snapshot.container)
                     if resource == "cpu":

@@ -46,9 +46,11 @@ from hpa.controllers.vertical.feeder import (
     ClusterFeeder,
     ObservedVpa,
 )
+from hpa.controllers.vertical.group_aware import MODEL_GROUP_AWARE
 from hpa.controllers.vertical.ports import HistoryError, HistoryProvider, PodHistory
 from hpa.core.spec import CrossVersionObjectReference
 from hpa.core.vpa.aggregation import CheckpointStatus
+from hpa.core.vpa.amount import Resources, cpu_amount_from_cores, memory_amount_from_bytes
 from hpa.core.vpa.awareness import (
     HorizontalConflict,
     HorizontalScaler,
@@ -128,6 +130,8 @@ class RecommenderSettings:
     """``--hpa-awareness``."""
     recommendation_format: RecommendationFormat = field(default_factory=RecommendationFormat)
     crane: CraneConfig = field(default_factory=CraneConfig)
+    safety_margin_fraction: float = 0.15
+    """``--recommendation-margin-fraction``: what the ``group-aware`` model adds to its estimate."""
 
 
 class RecommenderMetrics:
@@ -444,6 +448,19 @@ class Recommender:
                 conflicts=conflicts,
                 awareness=self.settings.hpa_awareness,
             )
+            if observed.model == MODEL_GROUP_AWARE:
+                self.feeder.group_sizes.apply(
+                    vpa,
+                    conflicts,
+                    safety_margin_fraction=self.settings.safety_margin_fraction,
+                    pod_minimum=Resources(
+                        cpu=cpu_amount_from_cores(self.pod_recommender.min_cpu_millicores / 1000),
+                        memory=memory_amount_from_bytes(
+                            self.pod_recommender.min_memory_mb * 1024 * 1024
+                        ),
+                    ),
+                    policy=vpa.resource_policy,
+                )
         if update.first_recommendation:
             self.metrics.recommendation_latency.observe(
                 max(0.0, (now_ns - vpa.created_ns) / NANOSECONDS_PER_SECOND)

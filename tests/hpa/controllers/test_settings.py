@@ -71,3 +71,9 @@ def test_a_bad_duration_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 def test_out_of_range_values_are_refused(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         HorizontalControllerSettings(**{field: 0})  # type: ignore[arg-type]
+
+
+def test_resize_aware_utilization_is_on_by_default_and_can_be_upstream_s() -> None:
+    assert parse().horizontal.resize_aware_utilization is True
+    upstream = parse("--horizontal-pod-autoscaler-resize-aware-utilization=false")
+    assert upstream.horizontal.resize_aware_utilization is False

@@ -277,3 +277,31 @@ def test_an_hpa_record_keeps_the_whole_object_and_hands_out_fresh_copies() -> No
     assert raw["spec"]["future"] == [1], "unknown fields survive"
     raw["status"]["currentReplicas"] = 9
     assert record.status == {"currentReplicas": 2}, "the record is not changed through a copy"
+
+
+def test_a_pod_being_resized_carries_the_requests_the_kubelet_applied() -> None:
+    def pod(applied_cpu: str | None) -> dict[str, object]:
+        status: dict[str, object] = {"name": "app", "restartCount": 0}
+        if applied_cpu is not None:
+            status["resources"] = {"requests": {"cpu": applied_cpu, "memory": "64Mi"}}
+        return {
+            "metadata": {"name": "web-0", "namespace": "shop"},
+            "spec": {
+                "containers": [
+                    {"name": "app", "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}
+                ]
+            },
+            "status": {"phase": "Running", "containerStatuses": [status]},
+        }
+
+    resizing = parse_pod(pod("500m")).info
+    assert resizing.containers[0].requests_milli == {"cpu": 1000, "memory": 64 * 2**20 * 1000}
+    assert resizing.containers[0].applied_requests_milli == {
+        "cpu": 500,
+        "memory": 64 * 2**20 * 1000,
+    }
+    assert resizing.resizing
+    assert not parse_pod(pod("1")).info.resizing
+    unreported = parse_pod(pod(None)).info
+    assert unreported.containers[0].applied_requests_milli is None
+    assert not unreported.resizing

@@ -69,7 +69,8 @@ def test_simulate_two_hpas_side_by_side_writes_timelines_summary_and_plot(
     summary = (out / "summary.md").read_text()
     assert "direction reversals" in summary
     assert "longest reaction to a step" in summary
-    assert png_size(out / "plot.png") == (1200, 750)
+    assert png_size(out / "plot.png")[0] == 1800  # 12 in at 150 dpi
+    assert (out / "plot.svg").exists()
 
 
 def test_simulate_a_csv_trace_to_json(
@@ -110,6 +111,7 @@ def test_simulate_a_csv_trace_to_json(
     assert "rescale" in document["rescales"][0]["explanation"]
     assert {row["t_seconds"] for row in document["rows"]} >= {0, 30, 60}
     assert not (out / "plot.png").exists()
+    assert not (out / "plot.svg").exists()
     assert "wrote" in capsys.readouterr().out
 
 
@@ -271,7 +273,8 @@ def test_demo_writes_a_plot_per_scenario_and_a_summary(
     assert [p.stem for p in plots] == [
         f"{n:02d}-{s.slug}" for n, s in enumerate(SCENARIOS, start=1)
     ]
-    assert all(png_size(p) == (1200, 750) for p in plots)
+    assert all(png_size(p)[0] == 1800 for p in plots)
+    assert sorted(p.stem for p in out.glob("*.svg")) == [p.stem for p in plots]
     summary = (out / "summary.md").read_text()
     assert summary.count("![") == len(SCENARIOS)
     printed = capsys.readouterr().out

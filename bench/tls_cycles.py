@@ -1,0 +1,117 @@
+"""How long asyncio keeps the TLS state of a connection after it ends: freed at once, or only by
+the cyclic garbage collector?
+
+Run::
+
+    .venv/bin/python -m bench.tls_cycles --connections 50
+
+An aiohttp server with TLS (a lab-issued certificate) on 127.0.0.1, as ``hpa adapter`` serves.
+With the cyclic collector off, the script makes ``--connections`` connections of each kind and
+counts the ``asyncio.sslproto.SSLProtocol`` objects still alive (each holds a 256 KiB read
+buffer), then runs one collection and counts again:
+
+- ``complete``: a TLS handshake, one request, the answer, a clean close;
+- ``tcp-only``: a TCP connect and close, no TLS handshake (as a TCP probe does);
+- ``failed-handshake``: a handshake the client abandons (it does not trust the server).
+
+docs/reliability.md (the soak) uses it to explain the adapter's saw-tooth heap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import asyncio.sslproto
+import contextlib
+import gc
+import ssl
+import tempfile
+from pathlib import Path
+
+from aiohttp import web
+
+from tests.lab.pki import create_ca, issue_certificate
+
+KINDS = ("complete", "tcp-only", "failed-handshake")
+
+
+def _alive() -> int:
+    return sum(isinstance(o, asyncio.sslproto.SSLProtocol) for o in gc.get_objects())
+
+
+async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
+    if kind == "complete":
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=trusted)
+        writer.write(b"GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+        writer.close()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await writer.wait_closed()
+    elif kind == "tcp-only":
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()
+    else:
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
+
+
+async def measure(connections: int) -> dict[str, tuple[int, int]]:
+    directory = Path(tempfile.mkdtemp(prefix="tls-cycles-"))
+    ca = create_ca(directory, "ca", common_name="bench-ca")
+    serving = issue_certificate(
+        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(serving.cert_path, serving.key_path)
+    trusted = ssl.create_default_context(cafile=str(ca.pair.cert_path))
+    app = web.Application()
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app.router.add_get("/", ok)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    server = site._server
+    assert server is not None
+    port = int((getattr(server, "sockets", None) or [])[0].getsockname()[1])
+    results = {}
+    try:
+        for kind in KINDS:
+            gc.collect()
+            gc.disable()
+            base = _alive()
+            for _ in range(connections):
+                await _connect(kind, port, trusted)
+            await asyncio.sleep(0.5)
+            before = _alive() - base
+            gc.enable()
+            gc.collect()
+            results[kind] = (before, _alive() - base)
+    finally:
+        gc.enable()
+        await runner.cleanup()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.tls_cycles", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--connections", type=int, default=50)
+    args = parser.parse_args(argv)
+    results = asyncio.run(measure(args.connections))
+    print(f"bench.tls_cycles: {args.connections} connections of each kind")
+    for kind, (before, after) in results.items():
+        print(
+            f"  {kind:17} SSLProtocol objects alive: {before:4d} with the collector off, "
+            f"{after:4d} after one collection"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
