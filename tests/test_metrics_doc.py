@@ -18,6 +18,7 @@ from adapter.prometheus import PrometheusClient, PrometheusConnection
 from adapter.providers import MetricProviders, build_providers
 from adapter.rules import RuleConfig
 from adapter.server.reload import ReloadingMetrics
+from adapter.server.router import Router
 from adapter.server.telemetry import ServerMetrics
 from hpa.app import controller as controller_app
 from hpa.app import recommender as recommender_app
@@ -96,12 +97,14 @@ async def adapter_registry(registry: CollectorRegistry, rules: Path) -> None:
     def build(config: RuleConfig, provider_registry: CollectorRegistry) -> MetricProviders:
         return build_providers(config, prom, pod_lister=_NoPods(), registry=provider_registry)
 
+    router = Router(registry=registry, clock=FakeClock())
     metrics = ReloadingMetrics(
         rules,
         build,
         registry=registry,
         server_metrics=server_metrics,
         clock=FakeClock(),
+        adopt=router.stage,
     )
     metrics.load_initial()
     await prom.close()

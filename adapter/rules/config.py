@@ -53,6 +53,8 @@ from adapter.rules.gotemplate import (
     struct_type,
 )
 from adapter.rules.promql import is_valid_label_name
+from adapter.rules.routes import MetricPattern, example_overlap, patterns_overlap
+from hpa.core.duration import parse_duration_seconds
 
 QUERY_TEMPLATE_ARGS = struct_type(
     "naming.queryTemplateArgs",
@@ -460,12 +462,160 @@ class ResourceRules(_GoModel):
         return parse_duration_milliseconds(self.window)
 
 
+# ----------------------------------------------------------------------------------- routes
+
+ROUTED_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io")
+_BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class RouteBackend(_GoModel):
+    """One upstream metrics API server (``routes.backends[]``): where it is and how this adapter
+    proves its own identity to it (a client certificate or a bearer token file)."""
+
+    name: StrictStr
+    url: StrictStr
+    ca_file: StrictStr = Field("", alias="caFile")
+    client_cert_file: StrictStr = Field("", alias="clientCertFile")
+    client_key_file: StrictStr = Field("", alias="clientKeyFile")
+    token_file: StrictStr = Field("", alias="tokenFile")
+    insecure_skip_tls_verify: StrictBool = Field(False, alias="insecureSkipTLSVerify")
+    timeout: StrictStr = "10s"
+    _bool_fields: ClassVar[frozenset[str]] = frozenset({"insecureSkipTLSVerify"})
+
+    @model_validator(mode="after")
+    def _check(self) -> RouteBackend:
+        if _BACKEND_NAME.fullmatch(self.name) is None:
+            raise _FieldError("name", "must be a lower-case DNS label (a-z, 0-9, '-')")
+        if not re.match(r"https?://[^/?#]+", self.url) or re.search(r"[?#]", self.url):
+            raise _FieldError("url", f"must be http(s)://host[:port][/prefix], got {self.url!r}")
+        if bool(self.client_cert_file) != bool(self.client_key_file):
+            raise _FieldError("clientCertFile", "clientCertFile and clientKeyFile go together")
+        if self.token_file and self.client_cert_file:
+            raise _FieldError("tokenFile", "use either a client certificate or a token, not both")
+        if self.timeout_seconds <= 0:
+            raise _FieldError("timeout", "must be a positive Go duration (10s)")
+        return self
+
+    @property
+    def timeout_seconds(self) -> float:
+        try:
+            return parse_duration_seconds(self.timeout)
+        except ValueError as exc:
+            raise _FieldError("timeout", str(exc)) from None
+
+
+class MetricRoute(_GoModel):
+    """``names`` (metric-name patterns) of one API group are served by ``backend``."""
+
+    backend: StrictStr
+    names: list[StrictStr]
+    _patterns: tuple[MetricPattern, ...] = PrivateAttr(())
+
+    @model_validator(mode="after")
+    def _compile(self) -> MetricRoute:
+        if not self.names:
+            raise _FieldError("names", "must list at least one metric-name pattern")
+        patterns = []
+        for index, text in enumerate(self.names):
+            try:
+                patterns.append(MetricPattern.parse(text))
+            except ValueError as exc:
+                raise _FieldError(f"names[{index}]", str(exc)) from None
+        self._patterns = tuple(patterns)
+        return self
+
+    @property
+    def patterns(self) -> tuple[MetricPattern, ...]:
+        return self._patterns
+
+    def matches(self, metric: str) -> bool:
+        return any(pattern.matches(metric) for pattern in self._patterns)
+
+
+class GroupRoutes(_GoModel):
+    """The routes of one API group: explicit patterns, and the ``default`` backend of every name
+    that no pattern and no rule of this file claims."""
+
+    metrics: list[MetricRoute] = Field(default_factory=list)
+    default: StrictStr = ""
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> GroupRoutes:
+        for i, first in enumerate(self.metrics):
+            for j in range(i + 1, len(self.metrics)):
+                second = self.metrics[j]
+                if first.backend == second.backend:
+                    continue
+                for a in first.names:
+                    for b in second.names:
+                        if patterns_overlap(a, b):
+                            raise _FieldError(
+                                f"metrics[{j}].names",
+                                f"{example_overlap(a, b)} would be owned by both backend "
+                                f"{first.backend!r} (metrics[{i}]) and backend "
+                                f"{second.backend!r}: a metric name must have one owner",
+                            )
+        return self
+
+    def owner(self, metric: str) -> str | None:
+        """The backend whose pattern matches ``metric`` (patterns are disjoint)."""
+        for route in self.metrics:
+            if route.matches(metric):
+                return route.backend
+        return None
+
+
+class RoutesConfig(_GoModel):
+    """The ``routes:`` section: metrics this adapter forwards to other metrics API servers."""
+
+    backends: list[RouteBackend] = Field(default_factory=list)
+    custom: GroupRoutes = Field(default_factory=GroupRoutes, alias="custom.metrics.k8s.io")
+    external: GroupRoutes = Field(default_factory=GroupRoutes, alias="external.metrics.k8s.io")
+    discovery_interval: StrictStr = Field("30s", alias="discoveryInterval")
+
+    @model_validator(mode="after")
+    def _references(self) -> RoutesConfig:
+        names: set[str] = set()
+        for index, backend in enumerate(self.backends):
+            if backend.name in names:
+                raise _FieldError(f"backends[{index}].name", f"{backend.name!r} is defined twice")
+            names.add(backend.name)
+        for group, routes in zip(ROUTED_GROUPS, (self.custom, self.external), strict=True):
+            if routes.default and routes.default not in names:
+                raise _FieldError(f"{group}.default", f"unknown backend {routes.default!r}")
+            for index, route in enumerate(routes.metrics):
+                if route.backend not in names:
+                    raise _FieldError(
+                        f"{group}.metrics[{index}].backend", f"unknown backend {route.backend!r}"
+                    )
+        try:
+            seconds = parse_duration_seconds(self.discovery_interval)
+        except ValueError as exc:
+            raise _FieldError("discoveryInterval", str(exc)) from None
+        if seconds <= 0:
+            raise _FieldError("discoveryInterval", "must be a positive Go duration (30s)")
+        return self
+
+    @property
+    def discovery_interval_seconds(self) -> float:
+        return parse_duration_seconds(self.discovery_interval)
+
+    def group(self, group: str) -> GroupRoutes | None:
+        """The routes of an API group (None for a group that is never routed)."""
+        if group == ROUTED_GROUPS[0]:
+            return self.custom
+        if group == ROUTED_GROUPS[1]:
+            return self.external
+        return None
+
+
 class RuleConfig(_GoModel):
-    """``MetricsDiscoveryConfig``."""
+    """``MetricsDiscoveryConfig``, plus this adapter's ``routes`` section."""
 
     rules: list[DiscoveryRule] = Field(default_factory=list)
     resource_rules: ResourceRules | None = Field(None, alias="resourceRules")
     external_rules: list[DiscoveryRule] = Field(default_factory=list, alias="externalRules")
+    routes: RoutesConfig | None = None
     _warnings: tuple[str, ...] = PrivateAttr(())
 
     @property
@@ -521,6 +671,8 @@ def _config_errors(exc: ValidationError, tree: object, source: str) -> list[Rule
     for error in exc.errors():
         loc: list[str | int] = list(error["loc"])
         reason = _ERROR_TEXT.get(error["type"], error["msg"])
+        if loc[:1] == ["routes"] and error["type"] == "missing":
+            reason = "required"
         ctx_error = error.get("ctx", {}).get("error")
         if isinstance(ctx_error, _FieldError):
             reason = ctx_error.reason

@@ -44,6 +44,7 @@ from adapter.server.requestinfo import (
     RequestPathError,
     parse_request,
 )
+from adapter.server.router import Backend, Router
 from adapter.server.routing import (
     CustomMetricTarget,
     ExternalMetricTarget,
@@ -82,6 +83,7 @@ class Server:
     registry: CollectorRegistry
     server_metrics: ServerMetrics
     explain: Explain | None = None
+    router: Router | None = None
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
     always_allow_groups: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_GROUPS
     version: str = "0.0.0"
@@ -252,11 +254,15 @@ class Routes:
         return web.Response(text="ok")
 
     async def ready(self, request: web.Request) -> web.Response:
+        """Ready once the metric index is listed. Routed backends are shown with ``?verbose``
+        (and on failure) but never fail it: this adapter's own metrics are still served."""
+        routed = self.server.router.readiness() if self.server.router is not None else []
         if not self.server.metrics.ready:
-            return web.Response(
-                text="[-]metric-index failed: no successful relist yet\nreadyz check failed\n",
-                status=500,
-            )
+            lines = ["[-]metric-index failed: no successful relist yet", *routed]
+            return web.Response(text="\n".join([*lines, "readyz check failed\n"]), status=500)
+        if "verbose" in request.query:
+            lines = ["[+]metric-index ok", *routed]
+            return web.Response(text="\n".join([*lines, "readyz check passed\n"]))
         return web.Response(text="ok")
 
     async def prometheus_metrics(self, request: web.Request) -> web.Response:
@@ -291,6 +297,8 @@ class Routes:
         if group.name == wire.RESOURCE_GROUP:
             return _json(discovery.RESOURCE_METRICS_RESOURCES)
         body = self.server.metrics.current.discovery(f"{group.name}/{target.version}")
+        if self.server.router is not None:
+            body = await self.server.router.discovery(group.name, target.version, body)
         if body is None:
             raise status.not_found_path()
         return _json(body)
@@ -309,11 +317,30 @@ class Routes:
             openapi.openapi_v3_group_version(group, target.version, version=self.server.version)
         )
 
+    # ---------------------------------------------------------------- routed metrics
+
+    def _routed(self, group: str, version: str, resource: str, metric: str) -> Backend | None:
+        """The backend of the ``routes:`` section that owns the metric (None: served here).
+        The request was authorized already (``guard``), for its original user."""
+        router = self.server.router
+        if router is None:
+            return None
+        return router.owner(
+            group,
+            version,
+            resource=resource,
+            metric=metric,
+            local=self.server.metrics.current.discovery,
+        )
+
     # ---------------------------------------------------------------- custom metrics
 
     async def custom(self, request: web.Request, target: CustomMetricTarget) -> web.Response:
         if target.version not in discovery.CUSTOM.versions:
             raise status.not_found_path()
+        routed = self._routed(wire.CUSTOM_GROUP, target.version, target.resource, target.metric)
+        if routed is not None:
+            return await routed.forward(request)
         wanted = custom_metric_request(
             namespace=target.namespace,
             resource=target.resource,
@@ -357,6 +384,9 @@ class Routes:
     async def external(self, request: web.Request, target: ExternalMetricTarget) -> web.Response:
         if target.version not in discovery.EXTERNAL.versions:
             raise status.not_found_path()
+        routed = self._routed(wire.EXTERNAL_GROUP, target.version, "", target.metric)
+        if routed is not None:
+            return await routed.forward(request)
         try:
             values = await self.server.metrics.current.external.get_external_metric(
                 target.metric,

@@ -7,8 +7,9 @@ Upstream counterpart: prometheus-adapter ``cmd/adapter/adapter.go`` (``makePromC
 insecure flag and user's token file, client certificate or basic auth reach Prometheus).
 
 One ``asyncio.TaskGroup`` holds the named tasks: the pod and node informers, the relist loop, the
-rule-file watcher, the serving-certificate watcher and the authentication-config refresher; each
-logs an unexpected exit. SIGTERM/SIGINT stop the process cleanly, SIGHUP reloads the rule file.
+rule-file watcher, the serving-certificate watcher, the authentication-config refresher and the
+routed backends' discovery refresh (``adapter.server.router``); each logs an unexpected exit.
+SIGTERM/SIGINT stop the process cleanly, SIGHUP reloads the rule file.
 
 Deliberate deviations: ``--prometheus-auth-config`` supports token files, client certificates and
 basic auth but not inline tokens or exec plugins (a clear error says so).
@@ -49,6 +50,7 @@ from adapter.server.pods import (
 )
 from adapter.server.reload import ReloadingMetrics
 from adapter.server.restmapper import RegeneratingRESTMapper
+from adapter.server.router import Router
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
 from adapter.server.telemetry import ServerMetrics
@@ -241,6 +243,7 @@ async def _serve(
             ),
         )
 
+    router = Router(registry=registry, clock=clock, source=str(settings.config))
     metrics = ReloadingMetrics(
         settings.config,
         build,
@@ -249,6 +252,7 @@ async def _serve(
         clock=clock,
         check_interval_seconds=settings.config_check_interval_seconds,
         before_load=mapper.regenerate,
+        adopt=router.stage,
     )
     # The file's own mistakes are reported before the cluster is asked (upstream loads the
     # config before it builds its RESTMapper).
@@ -292,6 +296,7 @@ async def _serve(
         registry=registry,
         server_metrics=server_metrics,
         explain=explain_request if settings.debug_endpoints else None,
+        router=router,
         always_allow_paths=settings.always_allow_paths,
         always_allow_groups=settings.always_allow_groups,
         version=__version__,
@@ -316,6 +321,7 @@ async def _serve(
                 "config-watch": metrics.watch(),
                 "tls-watch": tls.run(clock, interval_seconds=settings.tls_check_interval_seconds),
                 "authentication-config": authenticator.run(),
+                "route-refresh": router.run(),
             }
             running = [
                 group.create_task(_guarded(name, work), name=name) for name, work in tasks.items()
@@ -327,6 +333,7 @@ async def _serve(
         with contextlib.suppress(NotImplementedError):
             loop.remove_signal_handler(signal.SIGHUP)
         await runner.cleanup()
+        await router.close()
         log.info("adapter_stopped")
 
 

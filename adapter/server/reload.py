@@ -6,8 +6,11 @@ The pattern is Prometheus's ``--web.enable-lifecycle``/SIGHUP reload with
 
 How: a reload reads the file, compiles the rules (``RuleConfigError`` → failure) and builds new
 providers on a fresh metrics registry, relists them once (``RelistError`` → failure), then swaps
-the reference. Requests read ``current`` once and finish on the providers they started with; the
-Prometheus client is shared and stays open. A failed reload keeps the previous providers.
+the reference. What else the file configures (its ``routes:`` section, ``adapter.server.router``)
+is checked against the relisted providers by the ``adopt`` hook and put in service in the same
+step, so routes and rules always come from one file. Requests read ``current`` once and finish on
+the providers they started with; the Prometheus client is shared and stays open. A failed reload
+keeps the previous providers.
 """
 
 from __future__ import annotations
@@ -30,6 +33,23 @@ from adapter.server.telemetry import ProviderCollector, ServerMetrics
 log = structlog.get_logger(__name__)
 
 BuildProviders = Callable[[RuleConfig, CollectorRegistry], MetricProviders]
+Adopt = Callable[[RuleConfig, MetricProviders | None], Callable[[], None]]
+"""Checks what else a rule file configures (its ``routes``) against the new providers (None at
+start, before the first relist): raises ``RuleConfigError`` to refuse the file, or returns the
+step that puts it in service, run together with the swap of the providers."""
+
+
+async def sleep_unless(event: asyncio.Event, clock: Clock, seconds: float) -> None:
+    """Sleep ``seconds`` on ``clock``, or less if ``event`` is set meanwhile (not cleared)."""
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiter, sleeper):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class ReloadError(Exception):
@@ -49,11 +69,13 @@ class ReloadingMetrics:
         clock: Clock,
         check_interval_seconds: float = 10.0,
         before_load: Callable[[], Awaitable[None]] | None = None,
+        adopt: Adopt | None = None,
     ) -> None:
         """``before_load`` runs before each reload compiles the file (the server re-reads API
         discovery there, so a rule naming a CRD installed since the last load resolves)."""
         self.config_path = config_path
         self._build = build
+        self._adopt = adopt
         self._server_metrics = server_metrics
         self._clock = clock
         self._check_interval_seconds = check_interval_seconds
@@ -84,13 +106,14 @@ class ReloadingMetrics:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def _compile(self) -> tuple[MetricProviders, CollectorRegistry, bytes]:
+    def _compile(self) -> tuple[RuleConfig, MetricProviders, CollectorRegistry, bytes]:
         text = self.config_path.read_text()
         config = load_rules(text, source=str(self.config_path))
         for warning in config.warnings:
             log.warning("rule_file_warning", warning=warning)
         registry = CollectorRegistry()
-        return self._build(config, registry), registry, hashlib.sha256(text.encode()).digest()
+        digest = hashlib.sha256(text.encode()).digest()
+        return config, self._build(config, registry), registry, digest
 
     def load_initial(self) -> None:
         """Load the rule file at start (raises ``RuleConfigError``/``OSError``: the process
@@ -98,10 +121,13 @@ class ReloadingMetrics:
         self.attempts += 1
         self._stamp = self._stat()
         try:
-            providers, registry, digest = self._compile()
+            config, providers, registry, digest = self._compile()
+            install = self._adopt(config, None) if self._adopt is not None else None
         except (OSError, RuleConfigError):
             self._record(success=False)
             raise
+        if install is not None:
+            install()
         self._current, self._provider_registry, self._digest = providers, registry, digest
         self._record(success=True)
 
@@ -137,7 +163,7 @@ class ReloadingMetrics:
             except Exception as error:  # noqa: BLE001 - the last discovery still answers
                 log.warning("before_load_failed", error=str(error))
         try:
-            providers, registry, digest = self._compile()
+            config, providers, registry, digest = self._compile()
         except (OSError, RuleConfigError) as error:
             log.error("config_reload_failed", path=str(self.config_path), error=str(error))
             self._record(success=False)
@@ -146,10 +172,13 @@ class ReloadingMetrics:
             return False
         try:
             await providers.relister.relist()
-        except RelistError as error:
+            install = self._adopt(config, providers) if self._adopt is not None else None
+        except (RelistError, RuleConfigError) as error:
             log.error("config_reload_failed", path=str(self.config_path), error=str(error))
             self._record(success=False)
             return False
+        if install is not None:
+            install()
         self._current, self._provider_registry, self._digest = providers, registry, digest
         self._record(success=True)
         log.info("config_reloaded", path=str(self.config_path))
@@ -158,15 +187,7 @@ class ReloadingMetrics:
     async def watch(self) -> None:
         """Reload when the file's (inode, size, mtime) changes or a reload is requested."""
         while True:
-            waiter = asyncio.ensure_future(self._requested.wait())
-            sleeper = asyncio.ensure_future(self._clock.sleep(self._check_interval_seconds))
-            try:
-                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (waiter, sleeper):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await sleep_unless(self._requested, self._clock, self._check_interval_seconds)
             requested = self._requested.is_set()
             self._requested.clear()
             if requested or self._stat() != self._stamp:

@@ -71,7 +71,9 @@ class Settings:
       kubeconfig: kubeconfig for every Kubernetes API call (pod watch, TokenReview, SAR, the
         ConfigMap); None means in-cluster (``--lister-kubeconfig``/``--kubeconfig``).
     Metrics (prometheus-adapter):
-      config: path of the rule file (``--config``, required). Reloaded on change or SIGHUP.
+      config: path of the rule file (``--config``, required). Reloaded on change or SIGHUP. Its
+        ``routes:`` section forwards the metrics it does not serve to other metrics API servers
+        (docs/adapter-server.md).
       config_check_interval_seconds: how often the rule file is checked for changes (seconds,
         default 10).
       prometheus_url: Prometheus base URL (default ``https://localhost``, ``--prometheus-url``).

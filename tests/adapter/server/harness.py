@@ -27,6 +27,7 @@ from adapter.server.authn import Credentials, UserInfo
 from adapter.server.authz import AuthorizationError, Decision
 from adapter.server.ports import ObjectMeta
 from adapter.server.requestinfo import RequestAttributes
+from adapter.server.router import Router
 from adapter.server.telemetry import ServerMetrics
 from hpa.core.quantity import Format, Quantity
 from hpa.core.selector import parse_selector as parse_kube_selector
@@ -260,9 +261,11 @@ async def serve(
     lister: FakeLister | None = None,
     authorizer: TableAuthorizer | None = None,
     explain: Any = None,
+    router: Router | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[Harness]:
     source = FakeSource(providers or FakeProviders())
-    registry = CollectorRegistry()
+    registry = registry if registry is not None else CollectorRegistry()
     clock = FakeClock()
     server = Server(
         metrics=source,
@@ -273,6 +276,7 @@ async def serve(
         registry=registry,
         server_metrics=ServerMetrics(registry),
         explain=explain,
+        router=router,
         version="test",
     )
     async with TestClient(TestServer(build_app(server))) as client:

@@ -21,6 +21,7 @@ from adapter.server.app import Server, build_app
 from adapter.server.cli import run_explain
 from adapter.server.explain import explain
 from adapter.server.reload import ReloadingMetrics
+from adapter.server.router import Router
 from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings
 from adapter.server.telemetry import ServerMetrics
@@ -28,6 +29,7 @@ from tests.adapter.providers.fake_pods import FakePodLister
 from tests.adapter.providers.scenario import EVAL_SECONDS, PODS, RULES, SERIES_BY_MATCH, Tables
 from tests.adapter.server.harness import ALICE, FakeLister, HeaderAuthenticator, TableAuthorizer
 from tests.fakes.clock import FakeClock
+from tests.fakes.metrics_backend import FakeMetricsBackend
 from tests.fakes.prometheus import FakePrometheus
 
 PER_SECOND = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/*/http_requests_per_second"
@@ -44,6 +46,7 @@ class Live:
     config: Path
     prom: PrometheusClient
     pods: FakePodLister
+    router: Router
 
     async def get(self, url: str, **params: str) -> tuple[int, Any]:
         response = await self.client.get(url, params=params, headers=ALICE)
@@ -81,6 +84,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
                 relist_interval_seconds=60.0,
             )
 
+        router = Router(registry=registry, clock=clock, source=str(config))
         metrics = ReloadingMetrics(
             config,
             build,
@@ -88,6 +92,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
             server_metrics=server_metrics,
             clock=clock,
             check_interval_seconds=10.0,
+            adopt=router.stage,
         )
         metrics.load_initial()
         await metrics.current.relister.relist()
@@ -104,6 +109,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
             registry=registry,
             server_metrics=server_metrics,
             explain=explain_request,
+            router=router,
         )
         async with TestClient(TestServer(build_app(server))) as client:
             yield Live(
@@ -116,7 +122,9 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
                 config=config,
                 prom=prom,
                 pods=pods,
+                router=router,
             )
+        await router.close()
 
 
 async def test_values_flow_from_prometheus_through_the_real_providers(tmp_path: Path) -> None:
@@ -330,3 +338,31 @@ async def test_empty_notin_sets_and_replacement_characters_are_answered_never_a_
     assert "a valid label must be an empty string" in doc["message"]
     assert code_metric_fffd == 400
     assert code_name == 404
+
+
+def _with_routes(url: str, names: str) -> str:
+    return RULES + (
+        "routes:\n"
+        f"  backends: [{{name: legacy, url: '{url}'}}]\n"
+        f"  custom.metrics.k8s.io:\n    metrics: [{{backend: legacy, names: [{names}]}}]\n"
+    )
+
+
+async def test_a_reload_puts_new_routes_in_service(tmp_path: Path) -> None:
+    async with live(tmp_path) as s, FakeMetricsBackend() as legacy:
+        legacy.lists("custom.metrics.k8s.io/v1beta2", "pods/legacy_rps")
+        assert s.router.routes is None
+        s.config.write_text(_with_routes(legacy.url, "'legacy_*'"))
+        assert await s.metrics.reload()
+        _, discovery = await s.get("/apis/custom.metrics.k8s.io/v1beta2")
+    names = [r["name"] for r in discovery["resources"]]
+    assert "pods/legacy_rps" in names
+    assert "pods/http_requests_per_second" in names
+
+
+async def test_a_reload_whose_rules_serve_a_routed_metric_is_refused(tmp_path: Path) -> None:
+    async with live(tmp_path) as s:
+        s.config.write_text(_with_routes("http://127.0.0.1:1", "'http_requests_*'"))
+        assert not await s.metrics.reload()
+        assert s.router.routes is None  # the previous file's (no routes) stay
+        assert "hpa_adapter_config_last_reload_successful 0.0" in s.metric_text()
