@@ -443,6 +443,7 @@ class Recommender:
                 integer_cpu=integer_cpu_containers(vpa.annotations),
                 conflicts=conflicts,
                 awareness=self.settings.hpa_awareness,
+                explain=False,
             )
         if update.first_recommendation:
             self.metrics.recommendation_latency.observe(

@@ -54,7 +54,9 @@ def resource_amount_from_float(amount: float) -> int:
         return MAX_RESOURCE_AMOUNT
     if amount < 0:
         return 0
-    return float_to_int64(amount)
+    if amount != amount:
+        return float_to_int64(amount)
+    return int(amount)  # Go's int64(x) within the int64 range: truncation
 
 
 def cpu_amount_from_cores(cores: float) -> int:
@@ -74,7 +76,7 @@ def memory_amount_from_bytes(num_bytes: float) -> int:
 
 def scale_resource(amount: int, factor: float) -> int:
     """``amount * factor`` as an amount (``ScaleResource``)."""
-    return resource_amount_from_float(float(amount) * factor)
+    return resource_amount_from_float(amount * factor)  # the int converted as float(amount)
 
 
 def round_up_to_scale(value: int, scale: int) -> int:
