@@ -6,6 +6,7 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 ``--min-checkpoints`` 10, ``--recommender-name`` default, ``--target-cpu-percentile`` and
 ``--target-memory-percentile`` 0.9, ``--pod-recommendation-min-cpu-millicores`` 25,
 ``--pod-recommendation-min-memory-mb`` 250, ``--memory-saver`` false, ``--vpa-object-namespace``,
+``--ignored-vpa-object-namespaces`` (``common/flags.go``: exclusive with the former),
 ``--address`` :8942, ``--kubeconfig``, leader election off by default with the Lease
 ``vpa-recommender-lease``) and ``common/flags.go`` (``--kube-api-qps`` 50, ``--kube-api-burst``
 100: the client-side limit of every request, status and checkpoint writes included).
@@ -105,6 +106,9 @@ class RecommenderAppSettings:
     """``--memory-saver``: keep only pods that some VPA selects."""
     vpa_object_namespace: str = ""
     """``--vpa-object-namespace``: serve only VPAs of this namespace (empty: all)."""
+    ignored_vpa_object_namespaces: frozenset[str] = frozenset()
+    """``--ignored-vpa-object-namespaces``: namespaces whose VPAs are not served and whose
+    checkpoints are neither loaded nor garbage-collected."""
     address: str = ":8942"
     """``--address``: ``host:port`` of ``/metrics``, ``/healthz`` and ``/readyz``."""
     kubeconfig: str | None = None
@@ -163,7 +167,18 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--pod-recommendation-min-cpu-millicores", type=float, default=rec.pod_min_cpu_millicores)
     add("--pod-recommendation-min-memory-mb", type=float, default=rec.pod_min_memory_mb)
     add("--memory-saver", action="store_true", default=d.memory_saver)
-    add("--vpa-object-namespace", default=d.vpa_object_namespace)
+    add(
+        "--vpa-object-namespace",
+        default=d.vpa_object_namespace,
+        help="serve only the VPAs (and read only the pods and checkpoints) of this namespace",
+    )
+    add(
+        "--ignored-vpa-object-namespaces",
+        default="",
+        metavar="NAMESPACES",
+        help="comma-separated namespaces whose VPAs are not served and whose checkpoints are "
+        "left alone",
+    )
     add("--address", default=d.address, help="host:port of /metrics, /healthz and /readyz")
     add("--kubeconfig", default=None)
     add(
@@ -214,6 +229,11 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         raise ValueError("--min-checkpoints: must not be negative")
     if args.kube_api_burst < 1:
         raise ValueError("--kube-api-burst: must be at least 1")
+    ignored = frozenset(n for n in str(args.ignored_vpa_object_namespaces).split(",") if n)
+    if args.vpa_object_namespace and ignored:
+        raise ValueError(
+            "--vpa-object-namespace and --ignored-vpa-object-namespaces are mutually exclusive"
+        )
     recommendation = RecommendationConfig(
         target_cpu_percentile=args.target_cpu_percentile,
         target_memory_percentile=args.target_memory_percentile,
@@ -232,6 +252,7 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         recommender_name=args.recommender_name,
         memory_saver=args.memory_saver,
         vpa_object_namespace=args.vpa_object_namespace,
+        ignored_vpa_object_namespaces=ignored,
         address=args.address,
         kubeconfig=args.kubeconfig or None,
         kube_api_qps=args.kube_api_qps,
@@ -304,6 +325,7 @@ def build_app(
         metrics=metrics,
         recommender_name=settings.recommender_name,
         vpa_object_namespace=settings.vpa_object_namespace,
+        ignored_vpa_object_namespaces=settings.ignored_vpa_object_namespaces,
         memory_saver=settings.memory_saver,
     )
     recommender = Recommender(

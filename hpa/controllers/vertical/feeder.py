@@ -200,6 +200,7 @@ class ClusterFeeder:
         metrics: ContainerMetricsSource,
         recommender_name: str = DEFAULT_RECOMMENDER_NAME,
         vpa_object_namespace: str = "",
+        ignored_vpa_object_namespaces: frozenset[str] = frozenset(),
         memory_saver: bool = False,
         crane_config: CraneConfig | None = None,
     ) -> None:
@@ -211,6 +212,7 @@ class ClusterFeeder:
         self._metrics = metrics
         self.recommender_name = recommender_name
         self.vpa_object_namespace = vpa_object_namespace
+        self.ignored_vpa_object_namespaces = ignored_vpa_object_namespaces
         self.memory_saver = memory_saver
         self.crane_config = crane_config or CraneConfig()
         self.observed: dict[VpaId, ObservedVpa] = {}
@@ -223,7 +225,14 @@ class ClusterFeeder:
         self.samples_dropped = 0
 
     def _ignored(self, namespace: str) -> bool:
+        """Outside ``--vpa-object-namespace`` (upstream's informers watch only that one)."""
         return bool(self.vpa_object_namespace) and namespace != self.vpa_object_namespace
+
+    def should_ignore_namespace(self, namespace: str) -> bool:
+        """``shouldIgnoreNamespace``: outside ``--vpa-object-namespace`` or one of
+        ``--ignored-vpa-object-namespaces``; its VPAs are not served and its checkpoints neither
+        loaded nor garbage-collected (its pods and usage are still read)."""
+        return self._ignored(namespace) or namespace in self.ignored_vpa_object_namespaces
 
     # -- VPAs ---------------------------------------------------------------------------------
 
@@ -265,7 +274,7 @@ class ClusterFeeder:
         observed: dict[VpaId, ObservedVpa] = {}
         for record in self._vpas():
             model = selected_model(record.recommenders, self.recommender_name)
-            if model is None or self._ignored(record.namespace):
+            if model is None or self.should_ignore_namespace(record.namespace):
                 continue
             vpa_id = VpaId(record.namespace, record.name)
             selector, unsupported = await self._selector(record)
@@ -460,7 +469,7 @@ class ClusterFeeder:
         """``InitFromCheckpoints`` (after :meth:`load_vpas`): answers how many were loaded."""
         loaded = 0
         for checkpoint in checkpoints:
-            if self._ignored(checkpoint.namespace):
+            if self.should_ignore_namespace(checkpoint.namespace):
                 continue
             vpa_id = VpaId(checkpoint.namespace, checkpoint.vpa_name)
             if checkpoint.status is None:
@@ -547,7 +556,7 @@ class ClusterFeeder:
                 last_sample_start_ns=c.status.last_sample_start_ns if c.status else 0,
             )
             for c in checkpoints
-            if not self._ignored(c.namespace)
+            if not self.should_ignore_namespace(c.namespace)
         ]
 
     def existing_vpas(self) -> list[VpaId]:

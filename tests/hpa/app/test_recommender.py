@@ -76,6 +76,12 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
     assert tuned.loop.interval_seconds == 30
     assert tuned.recommendation.target_cpu_percentile == 0.95
     assert tuned.memory_saver
+    assert settings.ignored_vpa_object_namespaces == frozenset()
+    ignoring = settings_from_args(parse("--ignored-vpa-object-namespaces", "kube-system,,infra"))
+    assert ignoring.ignored_vpa_object_namespaces == {"kube-system", "infra"}
+    assert settings_from_args(parse("--vpa-object-namespace", "shop")).vpa_object_namespace == (
+        "shop"
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,6 +91,10 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
         (("--target-cpu-percentile", "2"), "target_cpu_percentile"),
         (("--checkpoints-timeout", "0s"), "--checkpoints-timeout"),
         (("--kube-api-burst", "0"), "--kube-api-burst"),
+        (
+            ("--vpa-object-namespace", "a", "--ignored-vpa-object-namespaces", "b"),
+            "mutually exclusive",
+        ),
     ],
 )
 def test_bad_flags_are_one_line_errors(argv: tuple[str, ...], message: str) -> None:

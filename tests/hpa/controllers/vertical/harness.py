@@ -171,6 +171,7 @@ class Harness:
         history: HistoryProvider | None = None,
         recommender_name: str = "default",
         api: FakeRecommenderApi | None = None,
+        ignored_vpa_object_namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.clock = FakeClock()
         self.vpas: Store[VpaRecord] = Store()
@@ -191,6 +192,7 @@ class Harness:
             controllers=self.controllers,
             metrics=self.metrics,
             recommender_name=recommender_name,
+            ignored_vpa_object_namespaces=ignored_vpa_object_namespaces,
         )
         self.recommender = Recommender(
             self.feeder,

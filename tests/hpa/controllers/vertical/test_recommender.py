@@ -12,6 +12,7 @@ from hpa.api.vpa import time_to_ns
 from hpa.controllers.vertical.feeder import selected_model
 from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, UsageSample
 from hpa.controllers.vertical.recommender import RecommenderSettings
+from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.cluster import PodId
 from hpa.kube.client import TokenBucket
@@ -345,6 +346,34 @@ async def test_checkpoint_garbage_collection() -> None:
     await h.run_once()
     assert (NS, "deleted-app") in api.deletes
     assert (NS, "web-app") in api.checkpoints
+
+
+async def test_ignored_vpa_object_namespaces_are_not_served_loaded_or_collected() -> None:
+    """``--ignored-vpa-object-namespaces`` (upstream's ``shouldIgnoreNamespace``): a VPA there
+    gets no status and no checkpoint, its checkpoints are not loaded at start and not deleted by
+    the garbage collection even when their VPA is gone; other namespaces are served as usual."""
+    api = FakeRecommenderApi()
+    h = Harness(api=api, ignored_vpa_object_namespaces=frozenset({"kube-system", "infra"}))
+    h.web()
+    h.put_vpa(vpa_json("agent", namespace="infra"))
+    h.feed(cpu=300, memory=400 * MIB)
+    saved = AggregateContainerState()
+    saved.add_cpu_sample(h.now_ns(), 100)
+    for namespace, vpa in (("infra", "agent"), ("infra", "gone"), (NS, "gone")):
+        await api.save_checkpoint(
+            namespace,
+            f"{vpa}-app",
+            vpa_name=vpa,
+            container_name="app",
+            status=saved.save_to_checkpoint(h.now_ns()),
+        )
+    assert await h.recommender.init_from_checkpoints() == 0, "no served VPA has a checkpoint"
+    await h.run_once()
+    assert api.last_status("infra", "agent") is None
+    assert "RecommendationProvided" in h.conditions()
+    assert ("infra", "agent-app") in api.checkpoints
+    assert ("infra", "gone-app") in api.checkpoints, "left to whoever serves that namespace"
+    assert (NS, "gone-app") not in api.checkpoints, "an orphan of a served namespace is deleted"
 
 
 async def test_hanging_history_provider_never_blocks_live_passes() -> None:
