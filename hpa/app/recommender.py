@@ -12,9 +12,11 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 100: the client-side limit of every request, status and checkpoint writes included).
 
 One ``asyncio.TaskGroup``: the informers (VPAs, LimitRanges, HPAs, the seven well-known
-controller kinds, Pods), the operations listener (``/healthz``, ``/readyz`` once every informer
-has listed, ``/metrics``), the metrics source's tasks and, once the caches are synced and (with
-``--leader-elect``) while the Lease is held, the recommender loop. SIGTERM and SIGINT stop it
+controller kinds, Pods, and Events with reason ``Evicted`` for the OOM observer, which readiness
+does not wait for, as upstream's recommender does not), the operations listener (``/healthz``,
+``/readyz`` once every other informer has listed, ``/metrics``), the metrics source's tasks and,
+once the caches are synced and (with ``--leader-elect``) while the Lease is held, the
+recommender loop. SIGTERM and SIGINT stop it
 cleanly (exit 0); a lost Lease exits 1.
 
 Deliberate deviations: ``--metrics-source=api|inprocess`` and ``--hpa-awareness`` are ours; the
@@ -54,7 +56,12 @@ from hpa.app.vertical_informers import (
     scalers,
 )
 from hpa.controllers.settings import duration_flag
-from hpa.controllers.vertical.feeder import ClusterFeeder
+from hpa.controllers.vertical.feeder import (
+    EVICTION_FIELD_SELECTOR,
+    ClusterFeeder,
+    EvictionEvent,
+    parse_eviction_event,
+)
 from hpa.controllers.vertical.ports import ContainerMetricsSource, HistoryProvider
 from hpa.controllers.vertical.recommender import Recommender, RecommenderSettings
 from hpa.core.vpa.aggregation import HOUR_NS
@@ -63,7 +70,7 @@ from hpa.core.vpa.cluster import ClusterState, PodId
 from hpa.core.vpa.recommender import RecommendationConfig, create_pod_resource_recommender
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.clock import Clock, SystemClock
-from hpa.kube.informer import Informer, wait_all_synced
+from hpa.kube.informer import EventHandler, Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
 from hpa.kube.logs import add_log_flags
 from hpa.kube.records import PodRecord, parse_pod
@@ -82,6 +89,7 @@ __all__ = [
 log = structlog.get_logger("hpa.app.recommender")
 
 POD_PATH = "/api/v1/pods"
+EVENT_PATH = "/api/v1/events"
 LEASE_NAME = "vpa-recommender-lease"
 AGGREGATE_GC_INTERVAL_NS = HOUR_NS
 """``AggregateContainerStateGCInterval`` (1h)."""
@@ -272,6 +280,8 @@ class RecommenderApp:
     settings: RecommenderAppSettings
     informers: VerticalInformers
     pod_informer: Informer[PodRecord]
+    event_informer: Informer[EvictionEvent]
+    """Events with reason ``Evicted`` (the OOM observer's); readiness does not wait for it."""
     recommender: Recommender
     elector: LeaderElector | None
     operations: web.Application
@@ -294,7 +304,8 @@ class RecommenderApp:
 
     async def run(self) -> None:
         jobs: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-            (f"informer {informer.path}", informer.run) for informer in self.all_informers()
+            (f"informer {informer.path}", informer.run)
+            for informer in (*self.all_informers(), self.event_informer)
         ]
         jobs += [*self.metric_jobs, ("operations", self._serve), ("recommender", self.work)]
         await run_tasks(jobs)
@@ -328,6 +339,14 @@ def build_app(
         ignored_vpa_object_namespaces=settings.ignored_vpa_object_namespaces,
         memory_saver=settings.memory_saver,
     )
+    event_informer: Informer[EvictionEvent] = Informer(
+        client,
+        EVENT_PATH,
+        parse=parse_eviction_event,
+        clock=clock,
+        field_selector=EVICTION_FIELD_SELECTOR,
+    )
+    event_informer.add_handler(EventHandler(on_add=feeder.observe_eviction_event))
     recommender = Recommender(
         feeder,
         pod_recommender=create_pod_resource_recommender(settings.recommendation),
@@ -342,6 +361,7 @@ def build_app(
         settings=settings,
         informers=informers,
         pod_informer=pod_informer,
+        event_informer=event_informer,
         recommender=recommender,
         elector=build_elector(settings.leader, client, clock=clock, identity=identity),
         operations=build_operations_app(registry=registry, ready=lambda: app.ready()),

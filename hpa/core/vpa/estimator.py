@@ -77,6 +77,7 @@ class EstimationInput:
 
     state: AggregateContainerState
     factors: dict[tuple[float, float, int], float]
+    _confidence: dict[int, float]
 
     def __init__(self, state: AggregateContainerState, like: EstimationInput | None = None) -> None:
         self.state = state
@@ -143,17 +144,18 @@ class PercentileEstimator:
     """Use the state's ``target_cpu_percentile``/``target_memory_percentile`` when set."""
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        if type(state) is EstimationInput:
-            state = state.state
+        container = state.state if isinstance(state, EstimationInput) else state
         percentile = self.percentile
         if self.resource is _CPU:
-            if self.per_container_override and state.target_cpu_percentile is not None:
-                percentile = state.target_cpu_percentile
-            value = cpu_amount_from_cores(state.aggregate_cpu_usage.percentile(percentile))
+            if self.per_container_override and container.target_cpu_percentile is not None:
+                percentile = container.target_cpu_percentile
+            value = cpu_amount_from_cores(container.aggregate_cpu_usage.percentile(percentile))
         else:
-            if self.per_container_override and state.target_memory_percentile is not None:
-                percentile = state.target_memory_percentile
-            value = memory_amount_from_bytes(state.aggregate_memory_peaks.percentile(percentile))
+            if self.per_container_override and container.target_memory_percentile is not None:
+                percentile = container.target_memory_percentile
+            value = memory_amount_from_bytes(
+                container.aggregate_memory_peaks.percentile(percentile)
+            )
         if record is not None:
             record.append(percentile)
             record.append(value)
@@ -222,7 +224,7 @@ class ConfidenceMultiplier:
     confidence_interval_ns: int
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        inputs = state if type(state) is EstimationInput else EstimationInput(state)
+        inputs = state if isinstance(state, EstimationInput) else EstimationInput(state)
         base = self.base_estimator.estimate(inputs, record)
         confidence = inputs.confidence(self.confidence_interval_ns)
         key = (self.multiplier, self.exponent, self.confidence_interval_ns)

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from hpa.api.vpa import time_to_ns
-from hpa.controllers.vertical.feeder import selected_model
+from hpa.controllers.vertical.feeder import parse_eviction_event, selected_model
 from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, UsageSample
 from hpa.controllers.vertical.recommender import RecommenderSettings
+from hpa.core.quantity import parse_quantity
 from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.cluster import PodId
@@ -23,6 +24,7 @@ from tests.hpa.controllers.vertical.harness import (
     NS,
     Harness,
     deployment_json,
+    eviction_json,
     hpa_json,
     pod_json,
     replica_set_json,
@@ -255,6 +257,63 @@ async def test_oom_kill_raises_memory() -> None:
     state = next(iter(h.cluster.aggregate_state_map.values()))
     assert state.aggregate_memory_peaks.total_weight > 0
     assert time_to_ns(None) != 0  # Go's zero time, not 0
+
+
+def memory_target_mib(h: Harness) -> float:
+    return parse_quantity(target(h.status())["memory"]).value() / MIB
+
+
+async def test_eviction_event_raises_memory_once() -> None:
+    """An eviction Event naming a container starved of memory bumps it from its usage
+    (``parseEvictionEvent``); the same Event delivered again (a relist) is read once."""
+    h = Harness()
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) < 300, "the per-pod minimum, 250Mi"
+    await h.clock.advance(60)
+    evicted = parse_eviction_event(eviction_json("e1", at=format_time(h.clock.now())))
+    h.feeder.observe_eviction_event(evicted)
+    h.feeder.observe_eviction_event(evicted)
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) >= 600, "500Mi of usage bumped by 20 % (at least +100Mi)"
+
+
+async def test_one_oom_seen_by_pod_status_and_event_is_recorded_once() -> None:
+    """The kernel kills a container (its status: ``OOMKilled``) and the kubelet evicts its pod
+    naming it (an Event) 10 s later: one OOM, the status's (the request, 128Mi, + 100Mi). An
+    eviction of the same container minutes later is another OOM."""
+    h = Harness()
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    await h.clock.advance(60)
+    running = {"name": "app", "restartCount": 0, "state": {"running": {}}}
+    h.put_pod(pod_json("web-0", statuses=[running], resource_version="2"))
+    await h.run_once()
+    killed_at = h.clock.now()
+    restarted = {
+        "name": "app",
+        "restartCount": 1,
+        "state": {"running": {}},
+        "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": format_time(killed_at)}},
+    }
+    h.put_pod(pod_json("web-0", statuses=[restarted], resource_version="3"))
+    await h.clock.advance(10)
+    h.feeder.observe_eviction_event(
+        parse_eviction_event(eviction_json("e1", at=format_time(h.clock.now())))
+    )
+    await h.clock.advance(50)
+    await h.run_once()
+    assert memory_target_mib(h) < 400, "the status's OOM only (the event's would be 600Mi+)"
+    await h.clock.advance(300)
+    h.feeder.observe_eviction_event(
+        parse_eviction_event(eviction_json("e2", at=format_time(h.clock.now())))
+    )
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) >= 600, "a later eviction is a new OOM"
 
 
 async def test_checkpoints_written_loaded_and_resume_the_same_recommendation() -> None:
