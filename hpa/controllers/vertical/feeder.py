@@ -32,7 +32,9 @@ Deliberate deviations:
   to the model (re-adding it changes nothing);
 * the process serves the recommenders ``--recommender-name`` (upstream's model) and ``crane``
   (:mod:`hpa.core.vpa.crane`), a VPA naming neither is left alone; ``crane`` histories live
-  beside the model's aggregates, fed by the same samples, and are not checkpointed;
+  beside the model's aggregates, fed by the same samples (live and from the history provider),
+  and are not checkpointed: a restarted recommender rebuilds them from the history provider
+  (``--storage=prometheus``), or from live samples only;
 * a VPA whose resource policy cannot be used (``policy_error``) gets ``ConfigUnsupported`` with
   the reason, and no policy.
 """
@@ -642,7 +644,8 @@ class ClusterFeeder:
 
     def init_from_history(self, history: Mapping[PodId, PodHistory], *, now_ns: int) -> int:
         """``InitFromHistoryProvider`` (and the history's OOM kills): answers the samples
-        added."""
+        added. The ``crane`` histories of the pods' VPAs get the same samples (they are not
+        checkpointed: the history is how a restarted ``crane`` recovers)."""
         added = 0
         for pod_id, pod_history in history.items():
             if self._ignored(pod_id.namespace):
@@ -650,6 +653,7 @@ class ClusterFeeder:
             self.cluster.add_or_update_pod(
                 pod_id, pod_history.last_labels, "Unknown", now_ns=now_ns
             )
+            cranes = self._crane_states_for(self.cluster.pods[pod_id])
             for container, samples in pod_history.samples.items():
                 container_id = ContainerId(pod_id, container)
                 self.cluster.add_or_update_container(container_id, NO_RESOURCES, now_ns=now_ns)
@@ -665,6 +669,12 @@ class ClusterFeeder:
                     else:
                         continue
                     added += ok
+                    for crane in cranes if ok else ():
+                        state = self._crane_state(crane, container)
+                        if sample.resource == "cpu":
+                            state.add_cpu_sample(sample.measure_start_ns, sample.usage)
+                        else:
+                            state.add_memory_sample(sample.measure_start_ns, sample.usage)
             for oom in pod_history.ooms:
                 if oom.container not in pod_history.samples:
                     self.cluster.add_or_update_container(

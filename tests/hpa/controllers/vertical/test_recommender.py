@@ -216,6 +216,53 @@ async def test_unknown_recommender_is_left_alone_and_crane_is_served() -> None:
     assert "LowConfidence" not in h.conditions("crane")
 
 
+async def test_crane_restarts_from_the_history_bootstrap_not_from_checkpoints() -> None:
+    """The ``crane`` model's histories are not checkpointed (the checkpoints are the default
+    model's, readable by upstream): a restart with checkpoints only has no ``crane``
+    recommendation until live samples come; a restart with the history provider has one at once.
+    The default model's VPA resumes from its checkpoint either way."""
+    first = Harness()
+    first.web()
+    first.put_vpa(vpa_json("crane", recommenders=["crane"]))
+    first.feed(cpu=500, memory=300 * MIB)
+    await first.run_once()
+    assert first.status("crane")["recommendation"]["containerRecommendations"]
+
+    def restarted(history: FakeHistoryProvider | None) -> Harness:
+        h = Harness(api=first.api, history=history)
+        h.clock = h.recommender.clock = first.clock
+        h.web()
+        h.put_vpa(vpa_json("crane", recommenders=["crane"]))
+        return h
+
+    plain = restarted(None)
+    assert await plain.recommender.init_from_checkpoints() == 2, "web-app and crane-app"
+    await plain.run_once()
+    assert plain.status()["recommendation"]["containerRecommendations"], "from the checkpoint"
+    assert plain.conditions("crane")["RecommendationProvided"]["status"] == "False"
+
+    hour_ago = first.now_ns() - 3600 * 10**9
+    history = {
+        PodId(NS, "web-0"): PodHistory(
+            last_labels={"app": "web"},
+            last_seen_ns=first.now_ns(),
+            samples={
+                "app": [
+                    UsageSample(hour_ago, "cpu", 500),
+                    UsageSample(hour_ago, "memory", 300 * MIB),
+                ]
+            },
+        )
+    }
+    bootstrapped = restarted(FakeHistoryProvider(history))
+    await bootstrapped.recommender.init_from_checkpoints()
+    await bootstrapped.recommender.fetch_history()
+    await bootstrapped.run_once()
+    recommended = bootstrapped.status("crane")["recommendation"]["containerRecommendations"]
+    assert recommended[0]["target"] == recommended[0]["upperBound"]
+    assert bootstrapped.conditions("crane")["RecommendationProvided"]["status"] == "True"
+
+
 @pytest.mark.parametrize(
     ("recommenders", "name", "expected"),
     [
