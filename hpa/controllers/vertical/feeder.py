@@ -107,6 +107,9 @@ SAME_OOM_WINDOW_NS = 60 * 1_000_000_000
 are one OOM."""
 SEEN_EVENTS_KEPT_NS = 24 * 3600 * 1_000_000_000
 """How long an Event's uid is remembered (Events live 1 h by default)."""
+MAX_PENDING_EVICTION_OOMS = 5000
+"""OOMs from Events waiting for the next pass, at most (upstream's channel holds 5000): while
+no pass runs (another replica leads) the oldest are dropped."""
 
 
 def selected_model(recommenders: Sequence[str], recommender_name: str) -> str | None:
@@ -571,6 +574,10 @@ class ClusterFeeder:
             return
         self._seen_events[key] = event.created_ns
         self._eviction_ooms.extend(parse_eviction_ooms(event))
+        if len(self._eviction_ooms) > MAX_PENDING_EVICTION_OOMS:
+            del self._eviction_ooms[: len(self._eviction_ooms) - MAX_PENDING_EVICTION_OOMS]
+        if len(self._seen_events) > 2 * MAX_PENDING_EVICTION_OOMS:
+            self._forget_old(event.created_ns)
 
     def _seen_by_the_other_path(self, oom: OomInfo) -> bool:
         for timestamp_ns, source in self._recent_ooms.get(oom.container_id, ()):
