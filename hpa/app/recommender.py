@@ -6,14 +6,17 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 ``--min-checkpoints`` 10, ``--recommender-name`` default, ``--target-cpu-percentile`` and
 ``--target-memory-percentile`` 0.9, ``--pod-recommendation-min-cpu-millicores`` 25,
 ``--pod-recommendation-min-memory-mb`` 250, ``--memory-saver`` false, ``--vpa-object-namespace``,
+``--ignored-vpa-object-namespaces`` (``common/flags.go``: exclusive with the former),
 ``--address`` :8942, ``--kubeconfig``, leader election off by default with the Lease
 ``vpa-recommender-lease``) and ``common/flags.go`` (``--kube-api-qps`` 50, ``--kube-api-burst``
 100: the client-side limit of every request, status and checkpoint writes included).
 
 One ``asyncio.TaskGroup``: the informers (VPAs, LimitRanges, HPAs, the seven well-known
-controller kinds, Pods), the operations listener (``/healthz``, ``/readyz`` once every informer
-has listed, ``/metrics``), the metrics source's tasks and, once the caches are synced and (with
-``--leader-elect``) while the Lease is held, the recommender loop. SIGTERM and SIGINT stop it
+controller kinds, Pods, and Events with reason ``Evicted`` for the OOM observer, which readiness
+does not wait for, as upstream's recommender does not), the operations listener (``/healthz``,
+``/readyz`` once every other informer has listed, ``/metrics``), the metrics source's tasks and,
+once the caches are synced and (with ``--leader-elect``) while the Lease is held, the
+recommender loop. SIGTERM and SIGINT stop it
 cleanly (exit 0); a lost Lease exits 1.
 
 Deliberate deviations: ``--metrics-source=api|inprocess`` and ``--hpa-awareness`` are ours; the
@@ -53,7 +56,12 @@ from hpa.app.vertical_informers import (
     scalers,
 )
 from hpa.controllers.settings import duration_flag
-from hpa.controllers.vertical.feeder import ClusterFeeder
+from hpa.controllers.vertical.feeder import (
+    EVICTION_FIELD_SELECTOR,
+    ClusterFeeder,
+    EvictionEvent,
+    parse_eviction_event,
+)
 from hpa.controllers.vertical.ports import ContainerMetricsSource, HistoryProvider
 from hpa.controllers.vertical.recommender import Recommender, RecommenderSettings
 from hpa.core.vpa.aggregation import HOUR_NS
@@ -62,7 +70,7 @@ from hpa.core.vpa.cluster import ClusterState, PodId
 from hpa.core.vpa.recommender import RecommendationConfig, create_pod_resource_recommender
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.clock import Clock, SystemClock
-from hpa.kube.informer import Informer, wait_all_synced
+from hpa.kube.informer import EventHandler, Informer, wait_all_synced
 from hpa.kube.leader import LeaderElector
 from hpa.kube.logs import add_log_flags
 from hpa.kube.records import PodRecord, parse_pod
@@ -81,6 +89,7 @@ __all__ = [
 log = structlog.get_logger("hpa.app.recommender")
 
 POD_PATH = "/api/v1/pods"
+EVENT_PATH = "/api/v1/events"
 LEASE_NAME = "vpa-recommender-lease"
 AGGREGATE_GC_INTERVAL_NS = HOUR_NS
 """``AggregateContainerStateGCInterval`` (1h)."""
@@ -105,6 +114,9 @@ class RecommenderAppSettings:
     """``--memory-saver``: keep only pods that some VPA selects."""
     vpa_object_namespace: str = ""
     """``--vpa-object-namespace``: serve only VPAs of this namespace (empty: all)."""
+    ignored_vpa_object_namespaces: frozenset[str] = frozenset()
+    """``--ignored-vpa-object-namespaces``: namespaces whose VPAs are not served and whose
+    checkpoints are neither loaded nor garbage-collected."""
     address: str = ":8942"
     """``--address``: ``host:port`` of ``/metrics``, ``/healthz`` and ``/readyz``."""
     kubeconfig: str | None = None
@@ -163,7 +175,18 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--pod-recommendation-min-cpu-millicores", type=float, default=rec.pod_min_cpu_millicores)
     add("--pod-recommendation-min-memory-mb", type=float, default=rec.pod_min_memory_mb)
     add("--memory-saver", action="store_true", default=d.memory_saver)
-    add("--vpa-object-namespace", default=d.vpa_object_namespace)
+    add(
+        "--vpa-object-namespace",
+        default=d.vpa_object_namespace,
+        help="serve only the VPAs (and read only the pods and checkpoints) of this namespace",
+    )
+    add(
+        "--ignored-vpa-object-namespaces",
+        default="",
+        metavar="NAMESPACES",
+        help="comma-separated namespaces whose VPAs are not served and whose checkpoints are "
+        "left alone",
+    )
     add("--address", default=d.address, help="host:port of /metrics, /healthz and /readyz")
     add("--kubeconfig", default=None)
     add(
@@ -214,6 +237,11 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         raise ValueError("--min-checkpoints: must not be negative")
     if args.kube_api_burst < 1:
         raise ValueError("--kube-api-burst: must be at least 1")
+    ignored = frozenset(n for n in str(args.ignored_vpa_object_namespaces).split(",") if n)
+    if args.vpa_object_namespace and ignored:
+        raise ValueError(
+            "--vpa-object-namespace and --ignored-vpa-object-namespaces are mutually exclusive"
+        )
     recommendation = RecommendationConfig(
         target_cpu_percentile=args.target_cpu_percentile,
         target_memory_percentile=args.target_memory_percentile,
@@ -233,6 +261,7 @@ def settings_from_args(args: argparse.Namespace) -> RecommenderAppSettings:
         recommender_name=args.recommender_name,
         memory_saver=args.memory_saver,
         vpa_object_namespace=args.vpa_object_namespace,
+        ignored_vpa_object_namespaces=ignored,
         address=args.address,
         kubeconfig=args.kubeconfig or None,
         kube_api_qps=args.kube_api_qps,
@@ -252,6 +281,8 @@ class RecommenderApp:
     settings: RecommenderAppSettings
     informers: VerticalInformers
     pod_informer: Informer[PodRecord]
+    event_informer: Informer[EvictionEvent]
+    """Events with reason ``Evicted`` (the OOM observer's); readiness does not wait for it."""
     recommender: Recommender
     elector: LeaderElector | None
     operations: web.Application
@@ -274,7 +305,8 @@ class RecommenderApp:
 
     async def run(self) -> None:
         jobs: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-            (f"informer {informer.path}", informer.run) for informer in self.all_informers()
+            (f"informer {informer.path}", informer.run)
+            for informer in (*self.all_informers(), self.event_informer)
         ]
         jobs += [*self.metric_jobs, ("operations", self._serve), ("recommender", self.work)]
         await run_tasks(jobs)
@@ -305,8 +337,17 @@ def build_app(
         metrics=metrics,
         recommender_name=settings.recommender_name,
         vpa_object_namespace=settings.vpa_object_namespace,
+        ignored_vpa_object_namespaces=settings.ignored_vpa_object_namespaces,
         memory_saver=settings.memory_saver,
     )
+    event_informer: Informer[EvictionEvent] = Informer(
+        client,
+        EVENT_PATH,
+        parse=parse_eviction_event,
+        clock=clock,
+        field_selector=EVICTION_FIELD_SELECTOR,
+    )
+    event_informer.add_handler(EventHandler(on_add=feeder.observe_eviction_event))
     recommender = Recommender(
         feeder,
         pod_recommender=create_pod_resource_recommender(settings.recommendation),
@@ -321,6 +362,7 @@ def build_app(
         settings=settings,
         informers=informers,
         pod_informer=pod_informer,
+        event_informer=event_informer,
         recommender=recommender,
         elector=build_elector(settings.leader, client, clock=clock, identity=identity),
         operations=build_operations_app(registry=registry, ready=lambda: app.ready()),

@@ -10,7 +10,11 @@ Upstream counterparts: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 and ``pkg/recommender/input/oom/observer.go`` (``OnUpdate``: an OOM kill is a container whose
 current state became ``Terminated`` with reason ``OOMKilled``, or that restarted from ``Running``
 with its last state ``OOMKilled``; the memory request is the new pod's for the first, the old
-pod's for the second).
+pod's for the second. ``OnEvent`` with ``parseEvictionEvent`` and
+``WatchEvictionEventsWithRetries``: each new Event with reason ``Evicted`` about a Pod whose
+annotations ``offending_containers``, ``offending_containers_usage`` and ``starved_resource``
+(comma-separated, as many of each) name a container starved of memory is an OOM of that
+container at the Event's creation, its memory the container's usage).
 
 Deliberate deviations:
 
@@ -19,12 +23,18 @@ Deliberate deviations:
 * the OOM observer compares each pod with the record seen at the previous pass instead of
   handling every informer update (an OOM kill between two passes that a third status change
   overwrites before the next pass is missed; the pod's restart count still shows it only once);
-  eviction events are not read;
+* eviction Events come from an informer (list and watch, ``fieldSelector=reason=Evicted``)
+  instead of a bare watch retried every 10 s; each Event (by uid) is read once, and one memory
+  incident seen by both paths is recorded once: an OOM from one path is dropped when the other
+  path recorded one for the same container within :data:`SAME_OOM_WINDOW_NS` of it (upstream
+  records both);
 * a pod whose record (resourceVersion) did not change since the previous pass is not re-added
   to the model (re-adding it changes nothing);
 * the process serves the recommenders ``--recommender-name`` (upstream's model) and ``crane``
   (:mod:`hpa.core.vpa.crane`), a VPA naming neither is left alone; ``crane`` histories live
-  beside the model's aggregates, fed by the same samples, and are not checkpointed;
+  beside the model's aggregates, fed by the same samples (live and from the history provider),
+  and are not checkpointed: a restarted recommender rebuilds them from the history provider
+  (``--storage=prometheus``), or from live samples only;
 * a VPA whose resource policy cannot be used (``policy_error``) gets ``ConfigUnsupported`` with
   the reason, and no policy.
 """
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -43,6 +54,7 @@ from hpa.controllers.vertical.ports import (
     MetricsSourceError,
     PodHistory,
 )
+from hpa.core.quantity import QuantityError, parse_quantity
 from hpa.core.selector import NOTHING, Selector
 from hpa.core.vpa.aggregation import OomSampleDiscardedError
 from hpa.core.vpa.amount import NO_RESOURCES, Resources
@@ -59,6 +71,7 @@ from hpa.core.vpa.cluster import (
 )
 from hpa.core.vpa.crane import CRANE_RECOMMENDER_NAME, CraneConfig, CraneContainerState
 from hpa.core.vpa.matching import ControllerKey
+from hpa.kube.clock import parse_time
 from hpa.kube.records import ContainerStatusInfo, PodRecord
 from hpa.kube.targets import WELL_KNOWN_KINDS, ControllerLookup, TargetError, TargetResolver
 from hpa.kube.vpa_client import CheckpointObject
@@ -68,10 +81,15 @@ __all__ = [
     "CONFIG_DEPRECATED",
     "CONFIG_UNSUPPORTED",
     "DEFAULT_RECOMMENDER_NAME",
+    "EVICTION_FIELD_SELECTOR",
+    "SAME_OOM_WINDOW_NS",
     "ClusterFeeder",
+    "EvictionEvent",
     "ObservedVpa",
     "OomInfo",
     "find_ooms",
+    "parse_eviction_event",
+    "parse_eviction_ooms",
     "selected_model",
 ]
 
@@ -83,6 +101,16 @@ CONFIG_DEPRECATED = "ConfigDeprecated"
 OOM_KILLED = "OOMKilled"
 MODEL_DEFAULT = "default"
 MODEL_CRANE = CRANE_RECOMMENDER_NAME
+EVICTION_FIELD_SELECTOR = "reason=Evicted"
+"""The Events the OOM observer reads (``WatchEvictionEventsWithRetries``)."""
+SAME_OOM_WINDOW_NS = 60 * 1_000_000_000
+"""OOMs of one container from the two paths (pod status, eviction Event) at most this far apart
+are one OOM."""
+SEEN_EVENTS_KEPT_NS = 24 * 3600 * 1_000_000_000
+"""How long an Event's uid is remembered (Events live 1 h by default)."""
+MAX_PENDING_EVICTION_OOMS = 5000
+"""OOMs from Events waiting for the next pass, at most (upstream's channel holds 5000): while
+no pass runs (another replica leads) the oldest are dropped."""
 
 
 def selected_model(recommenders: Sequence[str], recommender_name: str) -> str | None:
@@ -113,11 +141,90 @@ class ObservedVpa:
 
 @dataclass(frozen=True, slots=True)
 class OomInfo:
-    """``OomInfo``."""
+    """``OomInfo``; ``source`` is the path that saw it: ``status`` (a pod's container status) or
+    ``eviction`` (an Event)."""
 
     container_id: ContainerId
     timestamp_ns: int
     memory_bytes: int
+    source: str = "status"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionEvent:
+    """An Event as the eviction informer keeps it: what ``parseEvictionEvent`` reads."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    reason: str
+    involved_kind: str
+    involved_namespace: str
+    involved_name: str
+    created_ns: int
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+_EVICTION_ANNOTATIONS = ("offending_containers", "offending_containers_usage", "starved_resource")
+
+
+def parse_eviction_event(data: Mapping[str, Any]) -> EvictionEvent:
+    """The informer's parse function for Events (``KeyError``/``ValueError`` for a malformed
+    one, which the informer logs and skips)."""
+    metadata = data["metadata"]
+    involved = data.get("involvedObject") or {}
+    annotations = metadata.get("annotations") or {}
+    created = parse_time(metadata.get("creationTimestamp"))
+    return EvictionEvent(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata["name"]),
+        uid=str(metadata.get("uid", "")),
+        resource_version=str(metadata.get("resourceVersion", "")),
+        reason=str(data.get("reason", "")),
+        involved_kind=str(involved.get("kind", "")),
+        involved_namespace=str(involved.get("namespace", "")),
+        involved_name=str(involved.get("name", "")),
+        created_ns=time_to_ns(created),
+        annotations={k: str(annotations[k]) for k in _EVICTION_ANNOTATIONS if k in annotations},
+    )
+
+
+def parse_eviction_ooms(event: EvictionEvent) -> list[OomInfo]:
+    """``parseEvictionEvent``: the OOMs an eviction Event names (none unless its reason is
+    ``Evicted``, it is about a Pod and its three annotations list as many entries each)."""
+    if event.reason != "Evicted" or event.involved_kind != "Pod":
+        return []
+
+    def entries(key: str) -> list[str]:
+        text = event.annotations.get(key)
+        return [] if text is None else text.split(",")
+
+    containers = entries("offending_containers")
+    usages = entries("offending_containers_usage")
+    starved = entries("starved_resource")
+    if len(containers) != len(usages) or len(containers) != len(starved):
+        return []
+    pod_id = PodId(event.involved_namespace, event.involved_name)
+    found: list[OomInfo] = []
+    for container, usage, resource in zip(containers, usages, starved, strict=True):
+        if resource != "memory":
+            continue
+        try:
+            memory = parse_quantity(usage).value()
+        except QuantityError as error:
+            log.error(
+                "eviction_usage_unreadable",
+                eviction_event=f"{event.namespace}/{event.name}",
+                usage=usage,
+                error=str(error),
+            )
+            continue
+        found.append(
+            OomInfo(ContainerId(pod_id, container), event.created_ns, memory, source="eviction")
+        )
+    return found
 
 
 def _memory_request_bytes(pod: PodRecord, container: str) -> int:
@@ -203,6 +310,7 @@ class ClusterFeeder:
         metrics: ContainerMetricsSource,
         recommender_name: str = DEFAULT_RECOMMENDER_NAME,
         vpa_object_namespace: str = "",
+        ignored_vpa_object_namespaces: frozenset[str] = frozenset(),
         memory_saver: bool = False,
         crane_config: CraneConfig | None = None,
     ) -> None:
@@ -214,6 +322,7 @@ class ClusterFeeder:
         self._metrics = metrics
         self.recommender_name = recommender_name
         self.vpa_object_namespace = vpa_object_namespace
+        self.ignored_vpa_object_namespaces = ignored_vpa_object_namespaces
         self.memory_saver = memory_saver
         self.crane_config = crane_config or CraneConfig()
         self.observed: dict[VpaId, ObservedVpa] = {}
@@ -222,12 +331,24 @@ class ClusterFeeder:
         self._seen: dict[PodId, PodRecord] = {}
         self._pods_to_delete: list[PodId] = []
         self._ooms: list[OomInfo] = []
+        self._eviction_ooms: list[OomInfo] = []
+        self._seen_events: dict[str, int] = {}
+        """uid → creation of every eviction Event read (pruned after a day)."""
+        self._recent_ooms: dict[ContainerId, list[tuple[int, str]]] = {}
+        """Recorded OOMs (timestamp, source) per container, for the two paths' deduplication."""
         self.fetching_history = False
         self.samples_added = 0
         self.samples_dropped = 0
 
     def _ignored(self, namespace: str) -> bool:
+        """Outside ``--vpa-object-namespace`` (upstream's informers watch only that one)."""
         return bool(self.vpa_object_namespace) and namespace != self.vpa_object_namespace
+
+    def should_ignore_namespace(self, namespace: str) -> bool:
+        """``shouldIgnoreNamespace``: outside ``--vpa-object-namespace`` or one of
+        ``--ignored-vpa-object-namespaces``; its VPAs are not served and its checkpoints neither
+        loaded nor garbage-collected (its pods and usage are still read)."""
+        return self._ignored(namespace) or namespace in self.ignored_vpa_object_namespaces
 
     # -- VPAs ---------------------------------------------------------------------------------
 
@@ -269,7 +390,7 @@ class ClusterFeeder:
         observed: dict[VpaId, ObservedVpa] = {}
         for record in self._vpas():
             model = selected_model(record.recommenders, self.recommender_name)
-            if model is None or self._ignored(record.namespace):
+            if model is None or self.should_ignore_namespace(record.namespace):
                 continue
             vpa_id = VpaId(record.namespace, record.name)
             selector, unsupported = await self._selector(record)
@@ -442,13 +563,58 @@ class ClusterFeeder:
             "samples_loaded", samples=added, containers=len(snapshots), dropped_samples=dropped
         )
         ooms, self._ooms = self._ooms, []
-        for oom in ooms:
-            self.record_oom(oom.container_id, oom.timestamp_ns, oom.memory_bytes, now_ns=now_ns)
+        evictions, self._eviction_ooms = self._eviction_ooms, []
+        self._forget_old(now_ns)
+        for oom in (*ooms, *evictions):
+            if self._seen_by_the_other_path(oom):
+                log.info(
+                    "oom_already_recorded",
+                    pod=f"{oom.container_id.pod_id.namespace}/{oom.container_id.pod_id.pod_name}",
+                    container=oom.container_id.container_name,
+                    source=oom.source,
+                )
+                continue
+            if self.record_oom(oom.container_id, oom.timestamp_ns, oom.memory_bytes, now_ns=now_ns):
+                self._recent_ooms.setdefault(oom.container_id, []).append(
+                    (oom.timestamp_ns, oom.source)
+                )
+
+    def observe_eviction_event(self, event: EvictionEvent) -> None:
+        """``OnEvent`` (the eviction informer's ``on_add``): the OOMs the Event names are recorded
+        at the next pass; an Event already read (by uid) is ignored."""
+        key = event.uid or f"{event.namespace}/{event.name}"
+        if key in self._seen_events or self._ignored(event.involved_namespace):
+            return
+        self._seen_events[key] = event.created_ns
+        self._eviction_ooms.extend(parse_eviction_ooms(event))
+        if len(self._eviction_ooms) > MAX_PENDING_EVICTION_OOMS:
+            del self._eviction_ooms[: len(self._eviction_ooms) - MAX_PENDING_EVICTION_OOMS]
+        if len(self._seen_events) > 2 * MAX_PENDING_EVICTION_OOMS:
+            self._forget_old(event.created_ns)
+
+    def _seen_by_the_other_path(self, oom: OomInfo) -> bool:
+        for timestamp_ns, source in self._recent_ooms.get(oom.container_id, ()):
+            if source != oom.source and abs(timestamp_ns - oom.timestamp_ns) <= SAME_OOM_WINDOW_NS:
+                return True
+        return False
+
+    def _forget_old(self, now_ns: int) -> None:
+        """Drop the deduplication records no new OOM can match any more."""
+        for key, created_ns in list(self._seen_events.items()):
+            if now_ns - created_ns > SEEN_EVENTS_KEPT_NS:
+                del self._seen_events[key]
+        for container_id, recorded in list(self._recent_ooms.items()):
+            kept = [r for r in recorded if now_ns - r[0] <= SEEN_EVENTS_KEPT_NS]
+            if kept:
+                self._recent_ooms[container_id] = kept
+            else:
+                del self._recent_ooms[container_id]
 
     def record_oom(
         self, container_id: ContainerId, timestamp_ns: int, memory_bytes: int, *, now_ns: int
-    ) -> None:
-        """``RecordOOM`` into the model (and the ``crane`` histories of the pod's VPAs)."""
+    ) -> bool:
+        """``RecordOOM`` into the model (and the ``crane`` histories of the pod's VPAs): whether
+        the model recorded it."""
         where = f"{container_id.pod_id.namespace}/{container_id.pod_id.pod_name}"
         try:
             self.cluster.record_oom(container_id, timestamp_ns, memory_bytes, now_ns=now_ns)
@@ -459,13 +625,14 @@ class ClusterFeeder:
                 container=container_id.container_name,
                 error=str(error),
             )
-            return
+            return False
         log.info("oom_recorded", pod=where, container=container_id.container_name)
         pod = self.cluster.pods.get(container_id.pod_id)
         for crane in [] if pod is None else self._crane_states_for(pod):
             self._crane_state(crane, container_id.container_name).record_oom(
                 timestamp_ns, memory_bytes
             )
+        return True
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -473,7 +640,7 @@ class ClusterFeeder:
         """``InitFromCheckpoints`` (after :meth:`load_vpas`): answers how many were loaded."""
         loaded = 0
         for checkpoint in checkpoints:
-            if self._ignored(checkpoint.namespace):
+            if self.should_ignore_namespace(checkpoint.namespace):
                 continue
             vpa_id = VpaId(checkpoint.namespace, checkpoint.vpa_name)
             if checkpoint.status is None:
@@ -497,7 +664,8 @@ class ClusterFeeder:
 
     def init_from_history(self, history: Mapping[PodId, PodHistory], *, now_ns: int) -> int:
         """``InitFromHistoryProvider`` (and the history's OOM kills): answers the samples
-        added."""
+        added. The ``crane`` histories of the pods' VPAs get the same samples (they are not
+        checkpointed: the history is how a restarted ``crane`` recovers)."""
         added = 0
         for pod_id, pod_history in history.items():
             if self._ignored(pod_id.namespace):
@@ -505,6 +673,7 @@ class ClusterFeeder:
             self.cluster.add_or_update_pod(
                 pod_id, pod_history.last_labels, "Unknown", now_ns=now_ns
             )
+            cranes = self._crane_states_for(self.cluster.pods[pod_id])
             for container, samples in pod_history.samples.items():
                 container_id = ContainerId(pod_id, container)
                 self.cluster.add_or_update_container(container_id, NO_RESOURCES, now_ns=now_ns)
@@ -520,6 +689,12 @@ class ClusterFeeder:
                     else:
                         continue
                     added += ok
+                    for crane in cranes if ok else ():
+                        state = self._crane_state(crane, container)
+                        if sample.resource == "cpu":
+                            state.add_cpu_sample(sample.measure_start_ns, sample.usage)
+                        else:
+                            state.add_memory_sample(sample.measure_start_ns, sample.usage)
             for oom in pod_history.ooms:
                 if oom.container not in pod_history.samples:
                     self.cluster.add_or_update_container(
@@ -560,7 +735,7 @@ class ClusterFeeder:
                 last_sample_start_ns=c.status.last_sample_start_ns if c.status else 0,
             )
             for c in checkpoints
-            if not self._ignored(c.namespace)
+            if not self.should_ignore_namespace(c.namespace)
         ]
 
     def existing_vpas(self) -> list[VpaId]:

@@ -447,6 +447,7 @@ class Recommender:
                 integer_cpu=integer_cpu_containers(vpa.annotations),
                 conflicts=conflicts,
                 awareness=self.settings.hpa_awareness,
+                explain=False,
             )
             if observed.model == MODEL_GROUP_AWARE:
                 self.feeder.group_sizes.apply(

@@ -194,13 +194,20 @@ class AggregateContainerState:
         self,
         config: AggregationsConfig = DEFAULT_AGGREGATIONS_CONFIG,
         creation_time_ns: int = ZERO_TIME_NS,
+        *,
+        histograms: tuple[DecayingHistogram, DecayingHistogram] | None = None,
     ) -> None:
-        self.aggregate_cpu_usage = DecayingHistogram(
-            config.cpu_histogram_options, config.cpu_histogram_decay_half_life_ns
-        )
-        self.aggregate_memory_peaks = DecayingHistogram(
-            config.memory_histogram_options, config.memory_histogram_decay_half_life_ns
-        )
+        """A new state with empty histograms, or reading ``histograms`` (CPU usage, memory
+        peaks: a view's, see :meth:`merged_view`)."""
+        if histograms is None:
+            self.aggregate_cpu_usage = DecayingHistogram(
+                config.cpu_histogram_options, config.cpu_histogram_decay_half_life_ns
+            )
+            self.aggregate_memory_peaks = DecayingHistogram(
+                config.memory_histogram_options, config.memory_histogram_decay_half_life_ns
+            )
+        else:
+            self.aggregate_cpu_usage, self.aggregate_memory_peaks = histograms
         self.first_sample_start_ns = ZERO_TIME_NS
         self.last_sample_start_ns = ZERO_TIME_NS
         self.total_samples_count = 0
@@ -264,9 +271,9 @@ class AggregateContainerState:
         state's histograms instead of copies: change them through neither. Only the merged
         histograms' reference timestamp could differ (rounded to the half-life), which no
         percentile reads."""
-        view = AggregateContainerState(config)
-        view.aggregate_cpu_usage = self.aggregate_cpu_usage
-        view.aggregate_memory_peaks = self.aggregate_memory_peaks
+        view = AggregateContainerState(
+            config, histograms=(self.aggregate_cpu_usage, self.aggregate_memory_peaks)
+        )
         view.first_sample_start_ns = self.first_sample_start_ns
         view.last_sample_start_ns = self.last_sample_start_ns
         view.total_samples_count = self.total_samples_count

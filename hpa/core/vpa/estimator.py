@@ -12,6 +12,14 @@ amount, and the percentile or confidence it used), innermost first; ``describe``
 numbers back into :data:`Step` lines when the explanation is read. Recording plain numbers keeps a
 recommendation's trace to a few tuples of floats. The arithmetic is the same with or without it.
 
+A recommender's six chains read one container through one :class:`EstimationInput`, which
+computes the container's confidence once per confidence interval (upstream computes it in each of
+the four confidence multipliers) and each confidence factor once (the lower bounds of CPU and
+memory share theirs, as do the upper bounds); the containers of a VPA with the same sample
+history (times and count: the containers of one pod) share them too. An estimator given an
+:class:`~hpa.core.vpa.aggregation.AggregateContainerState` makes its own. The arithmetic is
+upstream's, number for number.
+
 Deliberate deviations: upstream has a CPU and a memory type of each estimator; here one type
 serves both, the percentile estimator naming its resource. ``PercentileEstimator`` with
 ``per_container_override`` reads the container's ``targetCPUPercentile``/``targetMemoryPercentile``
@@ -37,26 +45,73 @@ from hpa.core.vpa.gomath import go_pow, sub_ns
 __all__ = [
     "ConfidenceMultiplier",
     "ConstEstimator",
+    "EstimationInput",
     "Estimator",
     "MarginEstimator",
     "MinResourceEstimator",
     "PercentileEstimator",
     "Step",
     "get_confidence",
+    "sample_history",
 ]
 
 Step = tuple[str, float]
 """One line of an estimator chain's explanation: what the estimator did and its amount."""
 
 _MINUTE_NS = 60_000_000_000
+_CPU = ResourceName.CPU
+"""Read once: an enum member's lookup on its class costs more than the estimator's arithmetic."""
+
+
+class EstimationInput:
+    """The container an estimator reads, and the numbers that several estimators read, each
+    computed once: the confidence per confidence interval and the confidence multipliers' factors
+    by (multiplier, exponent, interval) (the lower bounds of CPU and memory share one, the upper
+    bounds another).
+
+    The confidence reads only the state's first and last sample times and its sample count, so
+    states with the same three (the containers of one pod, sampled together) can share these
+    numbers: ``like`` is another state's input to share them with when its three are the same."""
+
+    __slots__ = ("_confidence", "factors", "state")
+
+    state: AggregateContainerState
+    factors: dict[tuple[float, float, int], float]
+    _confidence: dict[int, float]
+
+    def __init__(self, state: AggregateContainerState, like: EstimationInput | None = None) -> None:
+        self.state = state
+        if like is not None and sample_history(like.state) == sample_history(state):
+            self._confidence = like._confidence
+            self.factors = like.factors
+        else:
+            self._confidence = {}
+            self.factors = {}
+
+    def confidence(self, confidence_interval_ns: int) -> float:
+        """:func:`get_confidence` of the state."""
+        value = self._confidence.get(confidence_interval_ns)
+        if value is None:
+            value = self._confidence[confidence_interval_ns] = get_confidence(
+                self.state, confidence_interval_ns
+            )
+        return value
+
+
+def sample_history(state: AggregateContainerState) -> tuple[int, int, int]:
+    """What :func:`get_confidence` reads of a state: its first and last sample start and its
+    sample count."""
+    return (state.first_sample_start_ns, state.last_sample_start_ns, state.total_samples_count)
+
+
+EstimatorInput = AggregateContainerState | EstimationInput
+"""What an estimator reads: a state, or one shared by a recommender's chains."""
 
 
 class Estimator(Protocol):
     """An estimate of one resource (millicores for CPU, bytes for memory)."""
 
-    def estimate(
-        self, state: AggregateContainerState, record: list[float] | None = None
-    ) -> int: ...
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int: ...
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         """The lines for the numbers ``estimate`` recorded, innermost first."""
@@ -69,7 +124,7 @@ class ConstEstimator:
 
     value: int
 
-    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
         if record is not None:
             record.append(self.value)
         return self.value
@@ -88,16 +143,19 @@ class PercentileEstimator:
     per_container_override: bool = False
     """Use the state's ``target_cpu_percentile``/``target_memory_percentile`` when set."""
 
-    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
+        container = state.state if isinstance(state, EstimationInput) else state
         percentile = self.percentile
-        if self.resource is ResourceName.CPU:
-            if self.per_container_override and state.target_cpu_percentile is not None:
-                percentile = state.target_cpu_percentile
-            value = cpu_amount_from_cores(state.aggregate_cpu_usage.percentile(percentile))
+        if self.resource is _CPU:
+            if self.per_container_override and container.target_cpu_percentile is not None:
+                percentile = container.target_cpu_percentile
+            value = cpu_amount_from_cores(container.aggregate_cpu_usage.percentile(percentile))
         else:
-            if self.per_container_override and state.target_memory_percentile is not None:
-                percentile = state.target_memory_percentile
-            value = memory_amount_from_bytes(state.aggregate_memory_peaks.percentile(percentile))
+            if self.per_container_override and container.target_memory_percentile is not None:
+                percentile = container.target_memory_percentile
+            value = memory_amount_from_bytes(
+                container.aggregate_memory_peaks.percentile(percentile)
+            )
         if record is not None:
             record.append(percentile)
             record.append(value)
@@ -115,7 +173,7 @@ class MarginEstimator:
     margin_fraction: float
     base_estimator: Estimator
 
-    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
         base = self.base_estimator.estimate(state, record)
         value = base + scale_resource(base, self.margin_fraction)
         if record is not None:
@@ -165,10 +223,16 @@ class ConfidenceMultiplier:
     base_estimator: Estimator
     confidence_interval_ns: int
 
-    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
-        confidence = get_confidence(state, self.confidence_interval_ns)
-        base = self.base_estimator.estimate(state, record)
-        factor = go_pow(1.0 + _divide(self.multiplier, confidence), self.exponent)
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
+        inputs = state if isinstance(state, EstimationInput) else EstimationInput(state)
+        base = self.base_estimator.estimate(inputs, record)
+        confidence = inputs.confidence(self.confidence_interval_ns)
+        key = (self.multiplier, self.exponent, self.confidence_interval_ns)
+        factor = inputs.factors.get(key)
+        if factor is None:
+            factor = inputs.factors[key] = go_pow(
+                1.0 + _divide(self.multiplier, confidence), self.exponent
+            )
         value = scale_resource(base, factor)
         if record is not None:
             record.append(confidence)
@@ -196,7 +260,7 @@ class MinResourceEstimator:
     min_resource: int
     base_estimator: Estimator
 
-    def estimate(self, state: AggregateContainerState, record: list[float] | None = None) -> int:
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
         base = self.base_estimator.estimate(state, record)
         value = base if base > self.min_resource else self.min_resource
         if record is not None:

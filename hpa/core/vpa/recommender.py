@@ -18,7 +18,8 @@ The chains, per resource (upstream's defaults):
 
 The per-container minimum is 25 m CPU and 250 MiB per pod, split evenly among the VPA's
 containers. Every recommendation carries an :class:`~hpa.core.explain.Explanation` built from the
-estimators' steps (deferred: formatted only when read).
+estimators' steps (deferred: formatted only when read), unless the caller asks for none (the
+recommender service, which never reads it).
 
 Deliberate deviations: none in the arithmetic. The integer-CPU post-processor takes the set of
 opted-in container names (read from the VPA's annotations
@@ -28,7 +29,7 @@ opted-in container names (read from the VPA's annotations
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from hpa.core.explain import Explanation, Stage, TraceEntry, TracePart
 from hpa.core.vpa.aggregation import HOUR_NS, AggregateContainerState
@@ -43,6 +44,7 @@ from hpa.core.vpa.amount import (
 )
 from hpa.core.vpa.estimator import (
     ConfidenceMultiplier,
+    EstimationInput,
     Estimator,
     MarginEstimator,
     MinResourceEstimator,
@@ -163,7 +165,11 @@ def format_amount(resource: ResourceName, amount: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PodResourceRecommender:
-    """Six estimator chains and the per-pod minimum (``podResourceRecommender``)."""
+    """Six estimator chains and the per-pod minimum (``podResourceRecommender``).
+
+    The chains with the per-container minimum are built once per minimum; a container's six
+    chains read one :class:`~hpa.core.vpa.estimator.EstimationInput` (its confidence computed
+    once, and shared with the previous container when their sample histories are the same)."""
 
     target_cpu: Estimator
     target_memory: Estimator
@@ -175,11 +181,23 @@ class PodResourceRecommender:
     min_memory_mb: float = 0.0
     confidence_interval_cpu_ns: int = 24 * HOUR_NS
     confidence_interval_memory_ns: int = 24 * HOUR_NS
+    _chains: dict[tuple[int, int], tuple[tuple[Estimator, ResourceName, str], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def chains(
         self, min_cpu: int, min_memory: int
     ) -> tuple[tuple[Estimator, ResourceName, str], ...]:
-        """The six chains with the per-container minimum applied, in upstream's order."""
+        """The six chains with the per-container minimum applied, in upstream's order (built
+        once per minimum)."""
+        built = self._chains.get((min_cpu, min_memory))
+        if built is None:
+            built = self._chains[(min_cpu, min_memory)] = self._build_chains(min_cpu, min_memory)
+        return built
+
+    def _build_chains(
+        self, min_cpu: int, min_memory: int
+    ) -> tuple[tuple[Estimator, ResourceName, str], ...]:
         cpu, memory = ResourceName.CPU, ResourceName.MEMORY
         return (
             (MinResourceEstimator(min_cpu, self.target_cpu), cpu, "target"),
@@ -191,10 +209,13 @@ class PodResourceRecommender:
         )
 
     def get_recommended_pod_resources(
-        self, container_name_to_aggregate_state_map: Mapping[str, AggregateContainerState]
+        self,
+        container_name_to_aggregate_state_map: Mapping[str, AggregateContainerState],
+        *,
+        explain: bool = True,
     ) -> tuple[dict[str, tuple[Resources, Resources, Resources]], tuple[TracePart, ...]]:
-        """Target, lower and upper bound per container (``GetRecommendedPodResources``) and the
-        trace parts that explain them."""
+        """Target, lower and upper bound per container (``GetRecommendedPodResources``) and, with
+        ``explain``, the trace parts that explain them (without, the estimators record nothing)."""
         recommendation: dict[str, tuple[Resources, Resources, Resources]] = {}
         parts: list[TracePart] = []
         if not container_name_to_aggregate_state_map:
@@ -205,10 +226,14 @@ class PodResourceRecommender:
             memory_amount_from_bytes(self.min_memory_mb * 1024 * 1024), fraction
         )
         chains = self.chains(min_cpu, min_memory)
+        record: list[float] | None = None
+        inputs: EstimationInput | None = None
         for container_name, state in container_name_to_aggregate_state_map.items():
             controlled = state.get_controlled_resources()
-            record: list[float] = []
-            values = [estimator.estimate(state, record) for estimator, _, _ in chains]
+            if explain:
+                record = []
+            inputs = EstimationInput(state, like=inputs)
+            values = [estimator.estimate(inputs, record) for estimator, _, _ in chains]
             target = Resources(cpu=values[0], memory=values[1])
             lower = Resources(cpu=values[2], memory=values[3])
             upper = Resources(cpu=values[4], memory=values[5])
@@ -217,6 +242,8 @@ class PodResourceRecommender:
                 lower = lower.filtered(controlled)
                 upper = upper.filtered(controlled)
             recommendation[container_name] = (target, lower, upper)
+            if record is None:
+                continue
             parts.append(
                 (
                     _estimation_entries,
@@ -512,14 +539,17 @@ def recommend(
     recommendation_format: RecommendationFormat = RecommendationFormat(),
     integer_cpu: frozenset[str] = frozenset(),
     global_max_allowed: Resources = NO_RESOURCES,
+    explain: bool = True,
 ) -> RecommendedPodResources:
     """The recommender's pass for one VPA (``processVPAUpdate`` up to the status): drop containers
     in mode Off, estimate, sort and round, the integer-CPU post-processor (for ``integer_cpu``;
-    empty unless ``--cpu-integer-post-processor-enabled``), then policy capping."""
+    empty unless ``--cpu-integer-post-processor-enabled``), then policy capping. Without
+    ``explain`` the estimation steps are not traced (the post-processors' and capping's
+    entries still are)."""
     filtered = get_container_name_to_aggregate_state_map(
         states, policy, per_vpa_config=per_vpa_config
     )
-    resources, parts = recommender.get_recommended_pod_resources(filtered)
+    resources, parts = recommender.get_recommended_pod_resources(filtered, explain=explain)
     listed = map_to_list_of_recommended_container_resources(resources, recommendation_format)
     listed, integer_entries = apply_integer_cpu(listed, integer_cpu)
     capped, capping_entries = apply_vpa_policy(listed, policy, global_max_allowed)

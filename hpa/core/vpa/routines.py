@@ -34,7 +34,7 @@ from hpa.core.vpa.awareness import (
 )
 from hpa.core.vpa.cluster import ClusterState, VpaState
 from hpa.core.vpa.crane import CraneConfig, CraneContainerState, crane_recommend
-from hpa.core.vpa.estimator import get_confidence
+from hpa.core.vpa.estimator import get_confidence, sample_history
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.policy import (
     DEFAULT_CONTROLLED_RESOURCES,
@@ -69,7 +69,16 @@ class VpaUpdate:
 def _low_confidence(
     states: dict[str, AggregateContainerState], interval_ns: int
 ) -> tuple[bool, str]:
-    short = sorted(name for name, s in states.items() if get_confidence(s, interval_ns) < 1.0)
+    short_by_history: dict[tuple[int, int, int], bool] = {}  # one pod's containers share one
+    short: list[str] = []
+    for name, state in states.items():
+        history = sample_history(state)
+        is_short = short_by_history.get(history)
+        if is_short is None:
+            is_short = short_by_history[history] = get_confidence(state, interval_ns) < 1.0
+        if is_short:
+            short.append(name)
+    short.sort()
     if not short:
         return False, ""
     return True, "less than a day of usage history for container(s): " + ", ".join(short)
@@ -87,9 +96,10 @@ def process_vpa_update(
     conflicts: Sequence[HorizontalConflict] = (),
     awareness: HpaAwareness = HpaAwareness.EXCLUDE,
     low_confidence_below_ns: int = DAY_NS,
+    explain: bool = True,
 ) -> VpaUpdate:
     """``processVPAUpdate`` up to the status write (the caller writes ``vpa``'s status when it
-    differs from the observed one)."""
+    differs from the observed one). Without ``explain`` the estimation is not traced."""
     states = vpa.aggregate_state_by_container_name(cluster.config, read_only=True)
     had = vpa.has_recommendation()
     result = recommend(
@@ -100,6 +110,7 @@ def process_vpa_update(
         recommendation_format=recommendation_format or RecommendationFormat(),
         integer_cpu=integer_cpu,
         global_max_allowed=global_max_allowed,
+        explain=explain,
     )
     vpa.update_recommendation(result.container_recommendations)
     return _finish(

@@ -20,8 +20,10 @@ from hpa.app.recommender import (
     main,
     settings_from_args,
 )
+from hpa.core.quantity import parse_quantity
 from hpa.core.vpa.cluster import PodId
 from hpa.kube.client import KubeClient
+from hpa.kube.clock import format_time
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo, running
 from tests.fakes.clock import FakeClock
 from tests.fakes.vertical import FakeContainerMetrics
@@ -30,6 +32,7 @@ from tests.hpa.controllers.vertical.harness import (
     MIB,
     NS,
     deployment_json,
+    eviction_json,
     hpa_json,
     pod_json,
     replica_set_json,
@@ -76,6 +79,12 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
     assert tuned.loop.interval_seconds == 30
     assert tuned.recommendation.target_cpu_percentile == 0.95
     assert tuned.memory_saver
+    assert settings.ignored_vpa_object_namespaces == frozenset()
+    ignoring = settings_from_args(parse("--ignored-vpa-object-namespaces", "kube-system,,infra"))
+    assert ignoring.ignored_vpa_object_namespaces == {"kube-system", "infra"}
+    assert settings_from_args(parse("--vpa-object-namespace", "shop")).vpa_object_namespace == (
+        "shop"
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,6 +94,10 @@ def test_flags_have_upstreams_names_and_defaults() -> None:
         (("--target-cpu-percentile", "2"), "target_cpu_percentile"),
         (("--checkpoints-timeout", "0s"), "--checkpoints-timeout"),
         (("--kube-api-burst", "0"), "--kube-api-burst"),
+        (
+            ("--vpa-object-namespace", "a", "--ignored-vpa-object-namespaces", "b"),
+            "mutually exclusive",
+        ),
     ],
 )
 def test_bad_flags_are_one_line_errors(argv: tuple[str, ...], message: str) -> None:
@@ -116,6 +129,44 @@ async def synced(app: RecommenderApp) -> list[asyncio.Task[None]]:
     for informer in app.all_informers():
         await informer.wait_synced()
     return tasks
+
+
+async def test_eviction_events_reach_the_model_over_http(
+    served: tuple[FakeApiServer, KubeClient],
+) -> None:
+    """The Event informer lists Events with ``fieldSelector=reason=Evicted`` (as upstream's
+    watch); an eviction naming a container starved of memory bumps its memory target at the next
+    pass."""
+    apiserver, kube = served
+    seed(apiserver)
+    clock = FakeClock()
+    metrics = FakeContainerMetrics()
+    app = build_app(
+        RecommenderAppSettings(), kube, clock=clock, registry=CollectorRegistry(), metrics=metrics
+    )
+    apiserver.put_object(
+        "/api/v1", "events", eviction_json("e1", at=format_time(clock.now()), usage="700Mi")
+    )
+    tasks = await synced(app)
+    tasks.append(asyncio.create_task(app.event_informer.run()))
+    try:
+        await app.event_informer.wait_synced()
+        listed = apiserver.requests_to("GET", "/api/v1/events")
+        assert listed
+        assert listed[0].query.get("fieldSelector") == "reason=Evicted"
+        now_ns = app.recommender.now_ns()
+        metrics.set(PodId(NS, "web-0"), "app", time_ns=now_ns, cpu=250, memory=300 * MIB)
+        await app.recommender.init_from_checkpoints()
+        await app.recommender.run_once()
+        stored: dict[str, Any] = (
+            apiserver.get_object(VPA_GROUP, "verticalpodautoscalers", NS, "web") or {}
+        )
+        recommended = stored["status"]["recommendation"]["containerRecommendations"][0]
+        assert parse_quantity(recommended["target"]["memory"]).value() >= 800 * MIB
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_one_pass_over_http(served: tuple[FakeApiServer, KubeClient]) -> None:

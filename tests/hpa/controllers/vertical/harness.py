@@ -163,6 +163,30 @@ def hpa_json(
     }
 
 
+def eviction_json(
+    uid: str, *, at: str, usage: str = "500Mi", pod: str = "web-0", container: str = "app"
+) -> dict[str, Any]:
+    """An Event as the kubelet writes it when it evicts ``pod`` for memory pressure."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "namespace": NS,
+            "name": f"{pod}.{uid}",
+            "uid": uid,
+            "resourceVersion": "1",
+            "creationTimestamp": at,
+            "annotations": {
+                "offending_containers": container,
+                "offending_containers_usage": usage,
+                "starved_resource": "memory",
+            },
+        },
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": pod},
+        "reason": "Evicted",
+    }
+
+
 class Harness:
     def __init__(
         self,
@@ -171,6 +195,7 @@ class Harness:
         history: HistoryProvider | None = None,
         recommender_name: str = "default",
         api: FakeRecommenderApi | None = None,
+        ignored_vpa_object_namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.clock = FakeClock()
         self.vpas: Store[VpaRecord] = Store()
@@ -191,6 +216,7 @@ class Harness:
             controllers=self.controllers,
             metrics=self.metrics,
             recommender_name=recommender_name,
+            ignored_vpa_object_namespaces=ignored_vpa_object_namespaces,
         )
         self.recommender = Recommender(
             self.feeder,

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from hpa.api.vpa import time_to_ns
-from hpa.controllers.vertical.feeder import selected_model
+from hpa.controllers.vertical.feeder import parse_eviction_event, selected_model
 from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, UsageSample
 from hpa.controllers.vertical.recommender import RecommenderSettings
+from hpa.core.quantity import parse_quantity
+from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.cluster import PodId
 from hpa.kube.client import TokenBucket
@@ -22,6 +24,7 @@ from tests.hpa.controllers.vertical.harness import (
     NS,
     Harness,
     deployment_json,
+    eviction_json,
     hpa_json,
     pod_json,
     replica_set_json,
@@ -213,6 +216,53 @@ async def test_unknown_recommender_is_left_alone_and_crane_is_served() -> None:
     assert "LowConfidence" not in h.conditions("crane")
 
 
+async def test_crane_restarts_from_the_history_bootstrap_not_from_checkpoints() -> None:
+    """The ``crane`` model's histories are not checkpointed (the checkpoints are the default
+    model's, readable by upstream): a restart with checkpoints only has no ``crane``
+    recommendation until live samples come; a restart with the history provider has one at once.
+    The default model's VPA resumes from its checkpoint either way."""
+    first = Harness()
+    first.web()
+    first.put_vpa(vpa_json("crane", recommenders=["crane"]))
+    first.feed(cpu=500, memory=300 * MIB)
+    await first.run_once()
+    assert first.status("crane")["recommendation"]["containerRecommendations"]
+
+    def restarted(history: FakeHistoryProvider | None) -> Harness:
+        h = Harness(api=first.api, history=history)
+        h.clock = h.recommender.clock = first.clock
+        h.web()
+        h.put_vpa(vpa_json("crane", recommenders=["crane"]))
+        return h
+
+    plain = restarted(None)
+    assert await plain.recommender.init_from_checkpoints() == 2, "web-app and crane-app"
+    await plain.run_once()
+    assert plain.status()["recommendation"]["containerRecommendations"], "from the checkpoint"
+    assert plain.conditions("crane")["RecommendationProvided"]["status"] == "False"
+
+    hour_ago = first.now_ns() - 3600 * 10**9
+    history = {
+        PodId(NS, "web-0"): PodHistory(
+            last_labels={"app": "web"},
+            last_seen_ns=first.now_ns(),
+            samples={
+                "app": [
+                    UsageSample(hour_ago, "cpu", 500),
+                    UsageSample(hour_ago, "memory", 300 * MIB),
+                ]
+            },
+        )
+    }
+    bootstrapped = restarted(FakeHistoryProvider(history))
+    await bootstrapped.recommender.init_from_checkpoints()
+    await bootstrapped.recommender.fetch_history()
+    await bootstrapped.run_once()
+    recommended = bootstrapped.status("crane")["recommendation"]["containerRecommendations"]
+    assert recommended[0]["target"] == recommended[0]["upperBound"]
+    assert bootstrapped.conditions("crane")["RecommendationProvided"]["status"] == "True"
+
+
 @pytest.mark.parametrize(
     ("recommenders", "name", "expected"),
     [
@@ -254,6 +304,63 @@ async def test_oom_kill_raises_memory() -> None:
     state = next(iter(h.cluster.aggregate_state_map.values()))
     assert state.aggregate_memory_peaks.total_weight > 0
     assert time_to_ns(None) != 0  # Go's zero time, not 0
+
+
+def memory_target_mib(h: Harness) -> float:
+    return parse_quantity(target(h.status())["memory"]).value() / MIB
+
+
+async def test_eviction_event_raises_memory_once() -> None:
+    """An eviction Event naming a container starved of memory bumps it from its usage
+    (``parseEvictionEvent``); the same Event delivered again (a relist) is read once."""
+    h = Harness()
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) < 300, "the per-pod minimum, 250Mi"
+    await h.clock.advance(60)
+    evicted = parse_eviction_event(eviction_json("e1", at=format_time(h.clock.now())))
+    h.feeder.observe_eviction_event(evicted)
+    h.feeder.observe_eviction_event(evicted)
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) >= 600, "500Mi of usage bumped by 20 % (at least +100Mi)"
+
+
+async def test_one_oom_seen_by_pod_status_and_event_is_recorded_once() -> None:
+    """The kernel kills a container (its status: ``OOMKilled``) and the kubelet evicts its pod
+    naming it (an Event) 10 s later: one OOM, the status's (the request, 128Mi, + 100Mi). An
+    eviction of the same container minutes later is another OOM."""
+    h = Harness()
+    h.web()
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    await h.clock.advance(60)
+    running = {"name": "app", "restartCount": 0, "state": {"running": {}}}
+    h.put_pod(pod_json("web-0", statuses=[running], resource_version="2"))
+    await h.run_once()
+    killed_at = h.clock.now()
+    restarted = {
+        "name": "app",
+        "restartCount": 1,
+        "state": {"running": {}},
+        "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": format_time(killed_at)}},
+    }
+    h.put_pod(pod_json("web-0", statuses=[restarted], resource_version="3"))
+    await h.clock.advance(10)
+    h.feeder.observe_eviction_event(
+        parse_eviction_event(eviction_json("e1", at=format_time(h.clock.now())))
+    )
+    await h.clock.advance(50)
+    await h.run_once()
+    assert memory_target_mib(h) < 400, "the status's OOM only (the event's would be 600Mi+)"
+    await h.clock.advance(300)
+    h.feeder.observe_eviction_event(
+        parse_eviction_event(eviction_json("e2", at=format_time(h.clock.now())))
+    )
+    h.feed(cpu=100, memory=100 * MIB)
+    await h.run_once()
+    assert memory_target_mib(h) >= 600, "a later eviction is a new OOM"
 
 
 async def test_checkpoints_written_loaded_and_resume_the_same_recommendation() -> None:
@@ -345,6 +452,34 @@ async def test_checkpoint_garbage_collection() -> None:
     await h.run_once()
     assert (NS, "deleted-app") in api.deletes
     assert (NS, "web-app") in api.checkpoints
+
+
+async def test_ignored_vpa_object_namespaces_are_not_served_loaded_or_collected() -> None:
+    """``--ignored-vpa-object-namespaces`` (upstream's ``shouldIgnoreNamespace``): a VPA there
+    gets no status and no checkpoint, its checkpoints are not loaded at start and not deleted by
+    the garbage collection even when their VPA is gone; other namespaces are served as usual."""
+    api = FakeRecommenderApi()
+    h = Harness(api=api, ignored_vpa_object_namespaces=frozenset({"kube-system", "infra"}))
+    h.web()
+    h.put_vpa(vpa_json("agent", namespace="infra"))
+    h.feed(cpu=300, memory=400 * MIB)
+    saved = AggregateContainerState()
+    saved.add_cpu_sample(h.now_ns(), 100)
+    for namespace, vpa in (("infra", "agent"), ("infra", "gone"), (NS, "gone")):
+        await api.save_checkpoint(
+            namespace,
+            f"{vpa}-app",
+            vpa_name=vpa,
+            container_name="app",
+            status=saved.save_to_checkpoint(h.now_ns()),
+        )
+    assert await h.recommender.init_from_checkpoints() == 0, "no served VPA has a checkpoint"
+    await h.run_once()
+    assert api.last_status("infra", "agent") is None
+    assert "RecommendationProvided" in h.conditions()
+    assert ("infra", "agent-app") in api.checkpoints
+    assert ("infra", "gone-app") in api.checkpoints, "left to whoever serves that namespace"
+    assert (NS, "gone-app") not in api.checkpoints, "an orphan of a served namespace is deleted"
 
 
 async def test_hanging_history_provider_never_blocks_live_passes() -> None:

@@ -133,3 +133,38 @@ def test_bad_settings_are_one_line_errors_naming_the_setting(
 ) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         build()
+
+
+def test_shared_confidence_gives_each_containers_own_numbers() -> None:
+    """Containers sampled together share their confidence and factors; the numbers are those of
+    each chain run on each state alone, and without the trace they are the same."""
+
+    def short(cpu: int, memory: int, minutes: int) -> AggregateContainerState:
+        state = AggregateContainerState()
+        container = ContainerState(state)
+        for minute in range(minutes):
+            container.add_cpu_sample(START + minute * MINUTE, cpu)
+            container.add_memory_sample(START + minute * MINUTE, memory)
+        return state
+
+    states = {
+        "a": short(100, 100 * MI, 30),
+        "b": short(900, 700 * MI, 30),  # the same sample history as a
+        "c": short(400, 300 * MI, 90),
+        "d": short(50, 60 * MI, 30),
+    }
+    recommender = create_pod_resource_recommender()
+    traced, parts = recommender.get_recommended_pod_resources(states)
+    untraced, no_parts = recommender.get_recommended_pod_resources(states, explain=False)
+    assert traced == untraced
+    assert len(parts) == 4
+    assert no_parts == ()
+    min_cpu, min_memory = 25 // 4, 250 * MI // 4
+    for name, state in states.items():
+        alone = [
+            estimator.estimate(state) for estimator, _, _ in recommender.chains(min_cpu, min_memory)
+        ]
+        target, lower, upper = traced[name]
+        assert [target.cpu, target.memory, lower.cpu, lower.memory, upper.cpu, upper.memory] == (
+            alone
+        ), name
