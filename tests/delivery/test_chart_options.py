@@ -33,6 +33,7 @@ from tests.delivery.chart import (
     render_ci,
 )
 from tests.delivery.configref import CONFIGURATION_DOC, chart_values
+from tests.delivery.test_chart import assert_delegated_auth_bindings
 from tests.delivery.test_objects import grants
 
 VPA_COMPONENTS = ("hpa-vpa-recommender", "hpa-vpa-updater", "hpa-vpa-admission")
@@ -497,20 +498,7 @@ def test_recommendation_api_is_off_unless_enabled() -> None:
 
 def test_recommendation_api_binds_delegated_auth_and_offers_a_role_to_ask() -> None:
     objects = rendered("vpa")
-    subjects = [
-        {"kind": "ServiceAccount", "name": "hpa-vpa-admission", "namespace": RELEASE_NAMESPACE}
-    ]
-    delegator = one(objects, "ClusterRoleBinding", "hpa-vpa-admission:system:auth-delegator")
-    assert delegator["roleRef"]["name"] == "system:auth-delegator"
-    assert delegator["subjects"] == subjects
-    reader = one(objects, "RoleBinding", "hpa-vpa-admission-auth-reader")
-    assert reader["metadata"]["namespace"] == "kube-system"
-    assert reader["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": "extension-apiserver-authentication-reader",
-    }
-    assert reader["subjects"] == subjects
+    assert_delegated_auth_bindings(objects, "hpa-vpa-admission")
     # the webhook's own ClusterRole gains nothing (the VPA RBAC test holds it to upstream's)
     creator = one(objects, "ClusterRole", "hpa-recommendation-query-creator")
     assert grants(creator["rules"]) == {(query.GROUP, query.RESOURCE): {"create"}}
