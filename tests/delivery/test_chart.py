@@ -294,9 +294,15 @@ def test_adapter_runs_two_replicas_with_a_pdb_and_delegated_auth_bindings() -> N
     assert pdb["spec"]["minAvailable"] == 1
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
-    delegator = one(objects, "ClusterRoleBinding", "hpa-adapter:system:auth-delegator")
+    assert_delegated_auth_bindings(objects, "hpa-adapter")
+
+
+def assert_delegated_auth_bindings(objects: tuple[RenderedObject, ...], account: str) -> None:
+    """An aggregated API server's ServiceAccount (named like its objects) may create TokenReviews
+    and SubjectAccessReviews and read kube-system/extension-apiserver-authentication."""
+    delegator = one(objects, "ClusterRoleBinding", f"{account}:system:auth-delegator")
     assert delegator["roleRef"]["name"] == "system:auth-delegator"
-    reader = one(objects, "RoleBinding", "hpa-adapter-auth-reader")
+    reader = one(objects, "RoleBinding", f"{account}-auth-reader")
     assert reader["metadata"]["namespace"] == "kube-system"
     assert reader["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -305,7 +311,7 @@ def test_adapter_runs_two_replicas_with_a_pdb_and_delegated_auth_bindings() -> N
     }
     for binding in (delegator, reader):
         assert binding["subjects"] == [
-            {"kind": "ServiceAccount", "name": "hpa-adapter", "namespace": RELEASE_NAMESPACE}
+            {"kind": "ServiceAccount", "name": account, "namespace": RELEASE_NAMESPACE}
         ]
 
 

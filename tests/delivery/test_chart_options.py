@@ -1,7 +1,7 @@
 """charts/hpa: the options people expect (pod options, ServiceAccounts, RBAC switch, TLS from an
 existing Secret, hostNetwork, NetworkPolicy extras, ServiceMonitor options) and the VPA
 components (their arguments, Leases, RBAC against upstream's deploy/vpa-rbac.yaml, the webhook
-registration and its caBundle, the CRDs).
+registration and its caBundle, the recommendation API's APIService and bindings, the CRDs).
 
 Every check renders the chart with Helm's engine over a values file of charts/hpa/ci/.
 """
@@ -21,6 +21,7 @@ from hpa.app import recommender as recommender_app
 from hpa.app import updater as updater_app
 from hpa.app import webhook as webhook_app
 from hpa.cli import build_parser
+from hpa.webhook import query
 from tests.delivery.chart import (
     CHART_DIR,
     RELEASE_NAMESPACE,
@@ -32,6 +33,7 @@ from tests.delivery.chart import (
     render_ci,
 )
 from tests.delivery.configref import CONFIGURATION_DOC, chart_values
+from tests.delivery.test_chart import assert_delegated_auth_bindings
 from tests.delivery.test_objects import grants
 
 VPA_COMPONENTS = ("hpa-vpa-recommender", "hpa-vpa-updater", "hpa-vpa-admission")
@@ -154,6 +156,8 @@ def test_missing_required_values_fail_with_the_value_named(values: dict[str, Any
         {"rbac": {"create": "no"}},
         {"vpa": {"recommender": {"enable": True}}},
         {"vpa": {"admission": {"timeoutSeconds": 60}}},
+        {"vpa": {"admission": {"recommendationAPI": {"enable": True}}}},
+        {"vpa": {"admission": {"recommendationAPI": {"port": 0}}}},
         {"tls": {"mode": "existingSecret", "existingSecret": {"caBundle": "not a pem"}}},
         {"serviceMonitor": {"scrapeTimeout": "ten seconds"}},
         {"controller": {"service": {"type": "ExternalName"}}},
@@ -233,7 +237,7 @@ def test_vpa_policies_open_the_webhook_to_the_api_server_and_prometheus_egress_f
     objects = rendered("vpa")
     webhook = one(objects, "NetworkPolicy", "hpa-vpa-admission")["spec"]
     assert webhook["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8000}]
-    assert webhook["ingress"][1]["ports"] == [{"protocol": "TCP", "port": 8944}]
+    assert webhook["ingress"][-1]["ports"] == [{"protocol": "TCP", "port": 8944}]
     recommender = one(objects, "NetworkPolicy", "hpa-vpa-recommender")["spec"]
     assert [{"protocol": "TCP", "port": 9090}] in [r.get("ports") for r in recommender["egress"]]
     updater = one(objects, "NetworkPolicy", "hpa-vpa-updater")["spec"]
@@ -420,6 +424,110 @@ def test_vpa_cluster_roles_stay_within_upstreams_plus_the_hpa_informer(name: str
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": name, "namespace": RELEASE_NAMESPACE}
     ]
+
+
+# ------------------------------------------------------------------ the recommendation API
+
+RECOMMENDATION_API = f"{query.VERSION}.{query.GROUP}"
+DEFAULT_API_PORT = load_values(CHART_DIR / "values.yaml")["vpa"]["admission"]["recommendationAPI"][
+    "port"
+]
+
+
+def test_recommendation_api_flag_port_service_and_api_service_agree() -> None:
+    objects = rendered("vpa")
+    values = load_values(CHART_DIR / "ci" / "vpa-values.yaml")["vpa"]["admission"]
+    port = values["recommendationAPI"].get("port", DEFAULT_API_PORT)
+    args = parsed(objects, "hpa-vpa-admission")
+    assert args.recommendation_api_port == port != args.port
+    container = pod(objects, "hpa-vpa-admission")["spec"]["containers"][0]
+    assert {"name": "recommendation", "containerPort": port, "protocol": "TCP"} in container[
+        "ports"
+    ]
+    service = one(objects, "Service", "hpa-vpa-admission")
+    service_port = next(p for p in service["spec"]["ports"] if p["targetPort"] == "recommendation")
+    api_service = one(objects, "APIService", RECOMMENDATION_API)["spec"]
+    assert (api_service["group"], api_service["version"]) == (query.GROUP, query.VERSION)
+    assert api_service["service"] == {
+        "name": "hpa-vpa-admission",
+        "namespace": RELEASE_NAMESPACE,
+        "port": service_port["port"],
+    }
+    assert "insecureSkipTLSVerify" not in api_service
+    # the same CA as the webhook's, and the certificate names the Service the aggregator dials
+    secret = one(objects, "Secret", "hpa-vpa-admission-tls")
+    webhook = one(objects, "MutatingWebhookConfiguration", "hpa-vpa-admission")["webhooks"][0]
+    assert (
+        api_service["caBundle"] == webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    )
+    serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"hpa-vpa-admission.{RELEASE_NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+    # the API server reaches the pods on that port
+    ingress = one(objects, "NetworkPolicy", "hpa-vpa-admission")["spec"]["ingress"]
+    assert [{"protocol": "TCP", "port": port}] in [rule["ports"] for rule in ingress]
+
+
+def test_recommendation_api_ca_follows_the_tls_mode() -> None:
+    existing = rendered("existing-secret")
+    api_service = one(existing, "APIService", RECOMMENDATION_API)["spec"]
+    webhook = one(existing, "MutatingWebhookConfiguration", "hpa-vpa-admission")["webhooks"][0]
+    assert api_service["caBundle"] == webhook["clientConfig"]["caBundle"]
+    full = one(rendered("full"), "APIService", RECOMMENDATION_API)
+    assert full["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{RELEASE_NAMESPACE}/hpa-vpa-admission"
+    )
+    assert "caBundle" not in full["spec"]
+    certificate = one(rendered("full"), "Certificate", "hpa-vpa-admission")
+    assert f"hpa-vpa-admission.{RELEASE_NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+
+
+def test_recommendation_api_is_off_unless_enabled() -> None:
+    objects = rendered("cert-manager")  # the webhook on, the recommendation API not
+    assert parsed(objects, "hpa-vpa-admission").recommendation_api_port == 0
+    assert RECOMMENDATION_API not in {o.name for o in objects if o.kind == "APIService"}
+    service = one(objects, "Service", "hpa-vpa-admission")
+    assert [p["name"] for p in service["spec"]["ports"]] == ["https", "metrics"]
+    bindings = {o.name for o in objects if o.kind in ("ClusterRoleBinding", "RoleBinding")}
+    assert {n for n in bindings if n.startswith("hpa-vpa-admission")} == {
+        "hpa-vpa-admission",
+        "hpa-vpa-admission-leases",
+    }
+    assert not [o for o in objects if "recommendation" in o.name]
+
+
+def test_recommendation_api_binds_delegated_auth_and_offers_a_role_to_ask() -> None:
+    objects = rendered("vpa")
+    assert_delegated_auth_bindings(objects, "hpa-vpa-admission")
+    # the webhook's own ClusterRole gains nothing (the VPA RBAC test holds it to upstream's)
+    creator = one(objects, "ClusterRole", "hpa-recommendation-query-creator")
+    assert grants(creator["rules"]) == {(query.GROUP, query.RESOURCE): {"create"}}
+    assert not [k for k in creator["metadata"]["labels"] if k.startswith("rbac.authorization")]
+    # aggregateToEdit: every user of the built-in edit and admin roles may ask
+    labels = one(rendered("full"), "ClusterRole", "hpa-recommendation-query-creator")["metadata"][
+        "labels"
+    ]
+    assert labels["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    # rbac.create=false: the APIService is registered, no binding or role rendered
+    no_rbac = rendered("no-rbac")
+    assert (
+        one(no_rbac, "APIService", RECOMMENDATION_API)["spec"]["service"]["port"]
+        == DEFAULT_API_PORT
+    )
+    assert [o.name for o in no_rbac if "Role" in o.kind] == []
+
+
+def test_recommendation_api_port_must_differ_from_the_webhooks() -> None:
+    values = {
+        "tls": {"mode": "certManager"},
+        "vpa": {
+            "admission": {"enabled": True, "recommendationAPI": {"enabled": True, "port": 8000}}
+        },
+    }
+    with pytest.raises(helm.HelmError) as error:
+        render(values)
+    assert "vpa.admission.recommendationAPI.port" in str(error.value)
 
 
 # ------------------------------------------------------------------ schema and reference

@@ -76,7 +76,7 @@ def test_every_pod_template_meets_pod_security_restricted(name: str) -> None:
     deployments = [o for o in rendered(name) if o.kind == "Deployment"]
     assert templates == len(deployments)
     assert templates == {"everything-off": 0, "inprocess": 1, "vpa": 3, "full": 5}.get(name, 2) + (
-        name in ("cert-manager", "existing-secret", "monitoring")
+        name in ("cert-manager", "existing-secret", "monitoring", "no-rbac")
     )
 
 

@@ -483,3 +483,38 @@ roleRef:
   name: {{ $name }}
 {{ include "hpa.subjects" . }}
 {{- end -}}
+
+{{/*
+The bindings of an aggregated API server's delegated authentication and authorization:
+(dict "ctx" "component" "c" "name" <binding name prefix>). system:auth-delegator (TokenReviews,
+SubjectAccessReviews) and, in kube-system, extension-apiserver-authentication-reader (the front
+proxy's CA and allowed names in the ConfigMap extension-apiserver-authentication).
+*/}}
+{{- define "hpa.delegatedAuthBindings" -}}
+# Delegated authentication and authorization: TokenReviews and SubjectAccessReviews.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ .name }}:system:auth-delegator
+  labels:
+    {{- include "hpa.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:auth-delegator
+{{ include "hpa.subjects" . }}
+---
+# The front proxy's CA and allowed names: kube-system/extension-apiserver-authentication.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .name }}-auth-reader
+  namespace: kube-system
+  labels:
+    {{- include "hpa.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: extension-apiserver-authentication-reader
+{{ include "hpa.subjects" . }}
+{{- end -}}
