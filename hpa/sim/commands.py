@@ -16,6 +16,7 @@ import asyncio
 import logging
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -27,7 +28,6 @@ from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.sim.demo import run_demo
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.history import parse_time_seconds, prometheus_trace
-from hpa.sim.manifest import load_manifests
 from hpa.sim.plot import PlotUnavailableError, plot_result
 from hpa.sim.progress import ProgressBar
 from hpa.sim.report import (
@@ -38,6 +38,8 @@ from hpa.sim.report import (
     write_timeline_json,
 )
 from hpa.sim.trace import SHAPES, LoadTrace, TraceError, parse_duration, read_csv, shape_trace
+from hpa.sim.vertical import RECOMMENDERS, ResourceModel, summary_lines
+from hpa.sim.vpa_manifest import load_manifest_set
 from hpa.sim.workload import MetricPipeline, WorkloadModel
 
 __all__ = ["add_demo_parser", "add_simulate_parser", "quiet_controller_logs"]
@@ -82,6 +84,39 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
     p = MetricPipeline()
     s = HorizontalControllerSettings()
     model = parser.add_argument_group("workload model")
+    vertical = parser.add_argument_group(
+        "memory model and vertical autoscaling (with VerticalPodAutoscaler manifests)"
+    )
+    vertical.add_argument(
+        "--memory-base",
+        default="200Mi",
+        metavar="MEM",
+        help="memory a Ready pod uses with no load (default 200Mi)",
+    )
+    vertical.add_argument(
+        "--memory-per-request",
+        default="4Mi",
+        metavar="MEM",
+        help="memory per request/s of per-pod load (default 4Mi)",
+    )
+    vertical.add_argument(
+        "--memory-request",
+        default="512Mi",
+        metavar="MEM",
+        help="memory request of the pod template (default 512Mi)",
+    )
+    vertical.add_argument(
+        "--memory-limit",
+        default="512Mi",
+        metavar="MEM",
+        help="memory limit of the pod template, or none (default 512Mi)",
+    )
+    vertical.add_argument(
+        "--recommender",
+        choices=RECOMMENDERS,
+        default=None,
+        help="recommender model of every VPA (default: each VPA's spec.recommenders)",
+    )
     model.add_argument(
         "--cpu-request",
         type=_milli,
@@ -244,11 +279,20 @@ def _config(args: argparse.Namespace) -> SimulationConfig:
     )
     if args.initial_replicas is not None and args.initial_replicas < 0:
         raise ValueError(f"--start-replicas: {args.initial_replicas} must be >= 0")
+    limit = None if args.memory_limit == "none" else round(_milli(args.memory_limit) / 1000)
+    resources = ResourceModel(
+        memory_base_bytes=round(_milli(args.memory_base) / 1000),
+        memory_per_request_bytes=_milli(args.memory_per_request) / 1000,
+        memory_request_bytes=round(_milli(args.memory_request) / 1000),
+        memory_limit_bytes=limit,
+    )
     return SimulationConfig(
         workload=workload,
         pipeline=pipeline,
         settings=settings,
         initial_replicas=args.initial_replicas,
+        resources=resources,
+        recommender=args.recommender,
     )
 
 
@@ -292,9 +336,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     """``hpa simulate``: a mistake in the manifests, the trace, the flags or ``--output`` is one
     ``invalid_input`` line and exit 2, before anything is simulated."""
     try:
-        manifests = load_manifests(args.manifests)
+        manifests, vpas = load_manifest_set(args.manifests)
         trace = _trace(args)
-        config = _config(args)
+        config = replace(_config(args), vpas=tuple(vpas))
         out = _output_directory(args.output)
     except INPUT_ERRORS as error:
         log.error("invalid_input", error=str(error))
@@ -339,6 +383,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print()
     print(table)
     print()
+    verticals = [
+        (run.name, run.vertical.summary(result.duration_seconds))
+        for run in result.runs
+        if run.vertical is not None
+    ]
+    if verticals:
+        print("\n".join(summary_lines(verticals)))
+        print()
     ratio = trace.duration_seconds / wall if wall > 0 else float("inf")
     print(
         f"simulated {trace.duration_seconds:g}s of virtual time in {wall:.2f}s of wall time "
