@@ -180,6 +180,7 @@ class VerticalRun:
     _memory_under: float = 0.0
     _span: float = 0.0
     _last_t: float | None = None
+    _pending: tuple[float, float, list[tuple[int, int]]] = (0.0, 0.0, [])
     _known: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -416,20 +417,27 @@ class VerticalRun:
     # ------------------------------------------------------------------ accounting
 
     def _account(self, t_seconds: float, *, memory: float, cpu: float) -> None:
-        """Waste and under-provisioning since the last step (the state held until now)."""
+        """Close the interval since the last step with the state taken then, and take the
+        state now (the Ready pods' requests before any OOM kill at ``t_seconds``), which holds
+        until the next step."""
         if self._last_t is not None:
             self._add(t_seconds - self._last_t)
         self._last_t = t_seconds
-        self._pending = (memory, cpu)
+        deployment = self.deployment
+        self._pending = (
+            memory,
+            cpu,
+            [
+                (deployment.cpu_request_of(pod), pod.memory_request_bytes or 0)
+                for pod in deployment.pods
+                if pod.state(t_seconds) == 2
+            ],
+        )
 
     def _add(self, dt: float) -> None:
-        memory, cpu = self._pending
-        deployment = self.deployment
-        ready = [pod for pod in deployment.pods if pod.state(self._last_t or 0.0) == 2]
+        memory, cpu, requests = self._pending
         cpu_under = memory_under = False
-        for pod in ready:
-            cpu_request = deployment.cpu_request_of(pod)
-            memory_request = pod.memory_request_bytes or 0
+        for cpu_request, memory_request in requests:
             self._cpu_waste += (cpu_request - cpu) * dt
             self._memory_waste += (memory_request - memory) * dt
             cpu_under |= cpu > cpu_request
@@ -437,8 +445,6 @@ class VerticalRun:
         self._cpu_under += dt if cpu_under else 0.0
         self._memory_under += dt if memory_under else 0.0
         self._span += dt
-
-    _pending: tuple[float, float] = (0.0, 0.0)
 
     def _row(self, t_seconds: float, *, memory: float, ooms: int) -> VerticalRow:
         ready = [pod for pod in self.deployment.pods if pod.state(t_seconds) == 2]
