@@ -28,17 +28,26 @@ from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.sim.demo import run_demo
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.history import parse_time_seconds, prometheus_trace
+from hpa.sim.manifest import HPAManifest
 from hpa.sim.plot import PlotUnavailableError, plot_result
 from hpa.sim.progress import ProgressBar
 from hpa.sim.report import (
     file_stem,
     parameters_text,
+    summaries,
     write_summary,
     write_timeline_csv,
     write_timeline_json,
 )
+from hpa.sim.summary import Summary
 from hpa.sim.trace import SHAPES, LoadTrace, TraceError, parse_duration, read_csv, shape_trace
-from hpa.sim.vertical import RECOMMENDERS, ResourceModel, summary_lines
+from hpa.sim.vertical import (
+    RECOMMENDERS,
+    ResourceModel,
+    VerticalSummary,
+    comparison_lines,
+    summary_lines,
+)
 from hpa.sim.vpa_manifest import load_manifest_set
 from hpa.sim.workload import MetricPipeline, WorkloadModel
 
@@ -343,6 +352,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     except INPUT_ERRORS as error:
         log.error("invalid_input", error=str(error))
         return 2
+    if args.compare_recommenders:
+        if not config.vpas:
+            log.error("invalid_input", error="--compare-recommenders needs a VerticalPodAutoscaler")
+            return 2
+        return _compare_recommenders(manifests, trace, config, out)
     progress = ProgressBar(
         trace.duration_seconds,
         stream=sys.stderr,
@@ -401,6 +415,27 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_recommenders(
+    manifests: list[HPAManifest], trace: LoadTrace, config: SimulationConfig, out: Path
+) -> int:
+    """``hpa simulate --compare-recommenders``: the same run once per recommender model."""
+    rows: list[tuple[str, Summary, VerticalSummary]] = []
+    for recommender in RECOMMENDERS:
+        result = simulate(manifests, trace, config=replace(config, recommender=recommender))
+        for run, summary in zip(result.runs, summaries(result), strict=True):
+            if run.vertical is not None:
+                rows.append((run.name, summary, run.vertical.summary(result.duration_seconds)))
+    table = "\n".join(comparison_lines(rows))
+    path = out / "compare.md"
+    path.write_text(f"# hpa simulate --compare-recommenders\n\n{trace.description}\n\n{table}\n")
+    print(trace.description)
+    print()
+    print(table)
+    print()
+    print(f"wrote {path}")
+    return 0
+
+
 def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``hpa simulate`` on the CLI's subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -456,6 +491,13 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "--format", choices=("csv", "json"), default="csv", help="timeline format (default csv)"
     )
     output.add_argument("--no-plot", action="store_true", help="do not draw plot.png and plot.svg")
+    output.add_argument(
+        "--compare-recommenders",
+        action="store_true",
+        help="run once per VPA recommender model ("
+        + ", ".join(RECOMMENDERS)
+        + ") on the same trace and print one table (compare.md)",
+    )
     output.add_argument(
         "--progress",
         action="store_true",

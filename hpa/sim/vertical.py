@@ -44,11 +44,12 @@ from hpa.core.vpa.admission import AdmissionContainer, containers_resources_for_
 from hpa.core.vpa.aggregation import OomSampleDiscardedError
 from hpa.core.vpa.amount import Resources
 from hpa.core.vpa.cluster import ClusterState, ContainerId, PodId, VpaId
+from hpa.core.vpa.crane import CRANE_RECOMMENDER_NAME, CraneConfig, CraneContainerState
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.group_aware import GROUP_AWARE_RECOMMENDER_NAME
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.recommender import create_pod_resource_recommender
-from hpa.core.vpa.routines import process_vpa_update
+from hpa.core.vpa.routines import process_crane_vpa_update, process_vpa_update
 from hpa.core.vpa.update import (
     ContainerRecommendation,
     ContainerStatus,
@@ -62,16 +63,25 @@ from hpa.core.vpa.update import (
     sorted_for_update,
 )
 from hpa.kube.targets import ControllerRecord
+from hpa.sim.summary import Summary
 from hpa.sim.vpa_manifest import VPA
 from hpa.sim.workload import Deployment, SimPod, moment
 
-__all__ = ["RECOMMENDERS", "ResourceModel", "VerticalRun", "VerticalSummary"]
+__all__ = [
+    "RECOMMENDERS",
+    "ResourceModel",
+    "VerticalRun",
+    "VerticalSummary",
+    "comparison_lines",
+    "summary_lines",
+]
 
 MI = 2**20
-RECOMMENDERS = ("default", GROUP_AWARE_RECOMMENDER_NAME)
+RECOMMENDERS = ("default", CRANE_RECOMMENDER_NAME, GROUP_AWARE_RECOMMENDER_NAME)
 """The recommender models a simulated VPA can use (``spec.recommenders[].name``)."""
 _EVICTION_TOLERANCE = 0.5  # the updater's --eviction-tolerance default
 _MIN_REPLICAS = 2  # the updater's --min-replicas default
+_CRANE = CraneConfig()
 _POD_MINIMUM = Resources(cpu=25, memory=250 * MI)  # the recommender's pod minimum
 
 
@@ -182,6 +192,7 @@ class VerticalRun:
     _last_t: float | None = None
     _pending: tuple[float, float, list[tuple[int, int]]] = (0.0, 0.0, [])
     _known: set[str] = field(default_factory=set)
+    _crane: dict[str, CraneContainerState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.recommender not in RECOMMENDERS:
@@ -282,6 +293,7 @@ class VerticalRun:
         self._account(t_seconds, memory=memory, cpu=cpu)
         self._sync_pods(now_ns)
         ooms = 0
+        crane = self._crane.setdefault(deployment.container, CraneContainerState(_CRANE))
         for pod in list(deployment.pods):
             if pod.state(t_seconds) != 2:
                 continue
@@ -293,10 +305,13 @@ class VerticalRun:
                     cluster.record_oom(
                         container, now_ns, pod.memory_request_bytes or 0, now_ns=now_ns
                     )
+                crane.record_oom(now_ns, pod.memory_request_bytes or 0)
                 deployment.restart(pod, t_seconds, restart_seconds=model.oom_restart_seconds)
                 continue
             cluster.add_cpu_sample(container, now_ns, math.ceil(cpu), now_ns=now_ns)
             cluster.add_memory_sample(container, now_ns, math.ceil(memory), now_ns=now_ns)
+            crane.add_cpu_sample(now_ns, math.ceil(cpu))
+            crane.add_memory_sample(now_ns, math.ceil(memory))
             pod_state = cluster.pods.get(container.pod_id)
             if pod_state is not None:
                 self._history.record(
@@ -306,13 +321,18 @@ class VerticalRun:
                     cluster, pod_state, deployment.container, "memory", math.ceil(memory)
                 )
         self.oom_kills += ooms
-        process_vpa_update(
-            cluster,
-            self._state,
-            recommender=create_pod_resource_recommender(),
-            now_ns=now_ns,
-            explain=False,
-        )
+        if self.recommender == CRANE_RECOMMENDER_NAME:
+            process_crane_vpa_update(
+                cluster, self._state, self._crane, config=_CRANE, now_ns=now_ns
+            )
+        else:
+            process_vpa_update(
+                cluster,
+                self._state,
+                recommender=create_pod_resource_recommender(),
+                now_ns=now_ns,
+                explain=False,
+            )
         if self.recommender == GROUP_AWARE_RECOMMENDER_NAME:
             self._history.apply(
                 self._state,
@@ -492,5 +512,22 @@ def summary_lines(summaries: Sequence[tuple[str, VerticalSummary]]) -> list[str]
             f"| {name} | {s.recommender} | {s.oom_kills} | {s.evictions} | {s.in_place_resizes} | "
             f"{s.cpu_waste_milli:.0f}m | {s.memory_waste_bytes / MI:.0f}Mi | "
             f"{s.cpu_under_seconds / 60:.0f} min | {s.memory_under_seconds / 60:.0f} min |"
+        )
+    return lines
+
+
+def comparison_lines(rows: Sequence[tuple[str, Summary, VerticalSummary]]) -> list[str]:
+    """A Markdown table of runs of the same scenario with different recommenders: the HPA's
+    cost next to the vertical statistics."""
+    lines = [
+        "| run | recommender | pod-hours | mean replicas | OOM kills | evictions | "
+        "in-place resizes | cpu waste | memory waste | memory under-provisioned |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, h, v in rows:
+        lines.append(
+            f"| {name} | {v.recommender} | {h.pod_hours:.1f} | {h.mean_replicas:.1f} | "
+            f"{v.oom_kills} | {v.evictions} | {v.in_place_resizes} | {v.cpu_waste_milli:.0f}m | "
+            f"{v.memory_waste_bytes / MI:.0f}Mi | {v.memory_under_seconds / 60:.0f} min |"
         )
     return lines
