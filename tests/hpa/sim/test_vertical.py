@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+from hpa.cli import main
 from hpa.core.replicas import PodPhase
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.manifest import ManifestError
-from hpa.sim.trace import points_trace
+from hpa.sim.trace import TraceError, points_trace, shape_trace
 from hpa.sim.vertical import MI, ResourceModel, VerticalRun
 from hpa.sim.vpa_manifest import VPA, load_manifest_set, vpa_from_document
 from hpa.sim.workload import Deployment, MetricPipeline, WorkloadModel
@@ -196,8 +198,6 @@ def test_a_simulated_day_shows_ooms_then_the_vpa_fixing_them_in_the_summary(
 def test_a_bad_vpa_manifest_is_one_error_naming_the_field(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    import yaml
-
     document = {**vpa_document(), **change}
     manifest = tmp_path / "web.yaml"
     manifest.write_text(HPA_YAML + "---\n" + yaml.safe_dump(document))
@@ -209,8 +209,6 @@ def test_a_bad_vpa_manifest_is_one_error_naming_the_field(
 
 
 def test_vpa_manifests_alone_are_not_a_simulation(tmp_path: Path) -> None:
-    import yaml
-
     manifest = tmp_path / "vpa.yaml"
     manifest.write_text(yaml.safe_dump(vpa_document()))
 
@@ -222,3 +220,60 @@ def test_a_vpa_names_its_recommender() -> None:
     vpa: VPA = vpa_from_document(vpa_document(recommenders=[{"name": "group-aware"}]), "w")
 
     assert vpa.recommenders == ("group-aware",)
+
+
+def test_simulate_prints_the_vertical_table_and_compares_recommenders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(HPA_YAML + "---\n" + yaml.safe_dump(vpa_document()))
+    args = ["simulate", str(manifest), "--trace", "step:base=100,peak=300,at=10m,duration=1h"]
+
+    assert main([*args, "--no-plot", "--output", str(tmp_path / "one")]) == 0
+    one = capsys.readouterr().out
+    assert main([*args, "--compare-recommenders", "--output", str(tmp_path / "cmp")]) == 0
+    compared = capsys.readouterr().out
+
+    assert "| OOM kills | evictions | in-place resizes |" in one
+    assert "memory limit (template)" in one
+    rows = [line for line in compared.splitlines() if line.startswith("| web |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["default", "crane", "group-aware"]
+    assert (tmp_path / "cmp" / "compare.md").read_text().count("| web |") == 3
+
+
+def test_compare_recommenders_needs_a_vpa(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(HPA_YAML)
+
+    code = main(
+        [
+            "simulate",
+            str(manifest),
+            "--trace",
+            "step",
+            "--compare-recommenders",
+            "--output",
+            str(tmp_path / "o"),
+        ]
+    )
+
+    assert code == 2
+    assert "needs a VerticalPodAutoscaler" in capsys.readouterr().err
+
+
+def test_the_bursty_trace_keeps_its_mean_and_is_bursty() -> None:
+    trace = shape_trace("bursty:base=10,mean=100,bias=0.7,levels=6,duration=64m,resolution=1m")
+
+    above = [load - 10 for load in trace.loads]
+    assert sum(above) / len(above) == pytest.approx(100)
+    assert max(above) > 3 * 100  # the b-model's bursts: far above the mean
+    assert shape_trace("bursty:levels=6,duration=64m,resolution=1m,seed=2").loads != tuple(
+        shape_trace("bursty:levels=6,duration=64m,resolution=1m,seed=1").loads
+    )
+
+
+def test_the_bursty_trace_rejects_a_bias_below_one_half() -> None:
+    with pytest.raises(TraceError, match=r"bias must be in \[0.5, 1\]"):
+        shape_trace("bursty:bias=0.3")
