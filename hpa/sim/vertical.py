@@ -48,6 +48,7 @@ from hpa.core.vpa.crane import CRANE_RECOMMENDER_NAME, CraneConfig, CraneContain
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
 from hpa.core.vpa.group_aware import GROUP_AWARE_RECOMMENDER_NAME
 from hpa.core.vpa.matching import ControllerKey
+from hpa.core.vpa.pod_plan import milli_units
 from hpa.core.vpa.recommender import create_pod_resource_recommender
 from hpa.core.vpa.routines import process_crane_vpa_update, process_vpa_update
 from hpa.core.vpa.update import (
@@ -367,9 +368,9 @@ class VerticalRun:
             out.append(
                 ContainerRecommendation(
                     r.container_name,
-                    target=_milli(r.target),
-                    lower_bound=_milli(r.lower_bound),
-                    upper_bound=_milli(r.upper_bound),
+                    target=milli_units(r.target),
+                    lower_bound=milli_units(r.lower_bound),
+                    upper_bound=milli_units(r.upper_bound),
                 )
             )
         return out
@@ -489,15 +490,6 @@ class VerticalRun:
             cpu_under_seconds=self._cpu_under,
             memory_under_seconds=self._memory_under,
         )
-
-
-def _milli(resources: Resources) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if resources.cpu is not None:
-        out["cpu"] = resources.cpu
-    if resources.memory is not None:
-        out["memory"] = resources.memory * 1000
-    return out
 
 
 def summary_lines(summaries: Sequence[tuple[str, VerticalSummary]]) -> list[str]:
