@@ -294,6 +294,7 @@ class VerticalRun:
         self._account(t_seconds, memory=memory, cpu=cpu)
         self._sync_pods(now_ns)
         ooms = 0
+        serving = deployment.ready_pods > 0
         crane = self._crane.setdefault(deployment.container, CraneContainerState(_CRANE))
         for pod in list(deployment.pods):
             if pod.state(t_seconds) != 2:
@@ -343,7 +344,7 @@ class VerticalRun:
                 policy=self.vpa.resource_policy,
             )
         self._update(t_seconds)
-        self.rows.append(self._row(t_seconds, memory=memory, ooms=ooms))
+        self.rows.append(self._row(t_seconds, memory=memory if serving else 0.0, ooms=ooms))
 
     def _sync_pods(self, now_ns: int) -> None:
         deployment = self.deployment
@@ -468,11 +469,10 @@ class VerticalRun:
         self._span += dt
 
     def _row(self, t_seconds: float, *, memory: float, ooms: int) -> VerticalRow:
-        ready = [pod for pod in self.deployment.pods if pod.state(t_seconds) == 2]
-        requested = (
-            sum(pod.memory_request_bytes or 0 for pod in ready) / len(ready) if ready else 0.0
-        )
-        return VerticalRow(t_seconds, requested, memory if ready else 0.0, ooms)
+        pods = [pod for pod in self.deployment.pods if pod.state(t_seconds) == 2]
+        pods = pods or self.deployment.pods
+        requested = sum(pod.memory_request_bytes or 0 for pod in pods) / len(pods) if pods else 0.0
+        return VerticalRow(t_seconds, requested, memory, ooms)
 
     def summary(self, end_seconds: float) -> VerticalSummary:
         """The run's vertical statistics up to ``end_seconds``."""

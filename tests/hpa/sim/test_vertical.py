@@ -277,3 +277,32 @@ def test_the_bursty_trace_keeps_its_mean_and_is_bursty() -> None:
 def test_the_bursty_trace_rejects_a_bias_below_one_half() -> None:
     with pytest.raises(TraceError, match=r"bias must be in \[0.5, 1\]"):
         shape_trace("bursty:bias=0.3")
+
+
+def test_the_plot_of_a_run_with_a_vpa_shows_memory_requested_used_and_oom_kills(
+    tmp_path: Path,
+) -> None:
+    from matplotlib import pyplot
+
+    from hpa.sim.plot import build_figure
+
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(HPA_YAML + "---\n" + yaml.safe_dump(vpa_document()))
+    hpas, vpas = load_manifest_set([manifest])
+    config = SimulationConfig(
+        vpas=tuple(vpas),
+        resources=ResourceModel(memory_request_bytes=256 * MI, memory_limit_bytes=256 * MI),
+    )
+    result = simulate(
+        hpas, points_trace([(0, 120)], duration_seconds=1800, description="flat"), config=config
+    )
+
+    figure = build_figure(result, title="t")
+    try:
+        memory = next(ax for ax in figure.axes if ax.get_ylabel() == "memory per pod (MiB)")
+        labels = memory.get_legend_handles_labels()[1]
+    finally:
+        pyplot.close(figure)
+    assert labels[0].startswith("web: requested")
+    assert "web: used" in labels
+    assert any(label.startswith("web: OOM kills (") for label in labels)
