@@ -88,6 +88,16 @@ def _milli(text: str) -> float:
         raise argparse.ArgumentTypeError(f"invalid quantity {text!r}: {error}") from error
 
 
+def _memory(text: str) -> float:
+    """A memory quantity flag (``512Mi``), in bytes."""
+    return _milli(text) / 1000
+
+
+def _memory_or_none(text: str) -> float | None:
+    """A memory limit flag: a quantity, or ``none``."""
+    return None if text == "none" else _memory(text)
+
+
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
     w = WorkloadModel()
     p = MetricPipeline()
@@ -98,25 +108,29 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
     )
     vertical.add_argument(
         "--memory-base",
-        default="200Mi",
+        type=_memory,
+        default=_memory("200Mi"),
         metavar="MEM",
         help="memory a Ready pod uses with no load (default 200Mi)",
     )
     vertical.add_argument(
         "--memory-per-request",
-        default="4Mi",
+        type=_memory,
+        default=_memory("4Mi"),
         metavar="MEM",
         help="memory per request/s of per-pod load (default 4Mi)",
     )
     vertical.add_argument(
         "--memory-request",
-        default="512Mi",
+        type=_memory,
+        default=_memory("512Mi"),
         metavar="MEM",
         help="memory request of the pod template (default 512Mi)",
     )
     vertical.add_argument(
         "--memory-limit",
-        default="512Mi",
+        type=_memory_or_none,
+        default=_memory_or_none("512Mi"),
         metavar="MEM",
         help="memory limit of the pod template, or none (default 512Mi)",
     )
@@ -288,12 +302,11 @@ def _config(args: argparse.Namespace) -> SimulationConfig:
     )
     if args.initial_replicas is not None and args.initial_replicas < 0:
         raise ValueError(f"--start-replicas: {args.initial_replicas} must be >= 0")
-    limit = None if args.memory_limit == "none" else round(_milli(args.memory_limit) / 1000)
     resources = ResourceModel(
-        memory_base_bytes=round(_milli(args.memory_base) / 1000),
-        memory_per_request_bytes=_milli(args.memory_per_request) / 1000,
-        memory_request_bytes=round(_milli(args.memory_request) / 1000),
-        memory_limit_bytes=limit,
+        memory_base_bytes=round(args.memory_base),
+        memory_per_request_bytes=args.memory_per_request,
+        memory_request_bytes=round(args.memory_request),
+        memory_limit_bytes=None if args.memory_limit is None else round(args.memory_limit),
     )
     return SimulationConfig(
         workload=workload,
@@ -448,7 +461,8 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "manifests",
         nargs="+",
         metavar="HPA.yaml",
-        help="autoscaling/v2 HorizontalPodAutoscaler manifests",
+        help="autoscaling/v2 HorizontalPodAutoscaler manifests, and autoscaling.k8s.io/v1 "
+        "VerticalPodAutoscaler manifests acting on their Deployments",
     )
     source = parser.add_argument_group("load")
     source.add_argument(
