@@ -229,10 +229,11 @@ class SimPod:
 class TimelineRow:
     """The simulated world from ``t_seconds`` until the next row (piecewise constant).
 
-    ``utilization_percent`` is the CPU usage of a Ready pod over its request (``None`` while no
-    pod is Ready); ``desired_replicas`` and ``observed`` are the controller's last decision and
-    the value of its first metric as written to ``status.currentMetrics`` (``None`` before the
-    first sync or when the metric could not be computed); ``event`` is set on a rescale.
+    ``utilization_percent`` is the CPU usage of a Ready pod over its request (the Ready pods'
+    mean request once a VPA set them; ``None`` while no pod is Ready); ``desired_replicas`` and
+    ``observed`` are the controller's last decision and the value of its first metric as written
+    to ``status.currentMetrics`` (``None`` before the first sync or when the metric could not be
+    computed); ``event`` is set on a rescale.
     """
 
     t_seconds: float
@@ -349,6 +350,13 @@ class Deployment:
         pod.forget_infos()
         self.version += 1
 
+    def _mean_ready_cpu_request(self, t_seconds: float) -> float:
+        """The Ready pods' mean cpu request (the template's while no VPA set one)."""
+        if not self.pod_containers:
+            return float(self.model.cpu_request_milli)
+        ready = [self.cpu_request_of(pod) for pod in self.pods if pod.state(t_seconds) == 2]
+        return sum(ready) / len(ready) if ready else float(self.model.cpu_request_milli)
+
     def per_pod_load(self) -> float:
         """Requests per second offered to each Ready pod now (0 with no Ready pod)."""
         return self._load / self._ready if self._ready else 0.0
@@ -454,7 +462,9 @@ class Deployment:
             pods=len(self.pods),
             ready_pods=self._ready,
             utilization_percent=(
-                100.0 * usage_rate / self.model.cpu_request_milli if self._ready else None
+                100.0 * usage_rate / self._mean_ready_cpu_request(t_seconds)
+                if self._ready
+                else None
             ),
             served_rps=served_rate * self._ready,
             desired_replicas=self.desired_replicas,
