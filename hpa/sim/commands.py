@@ -16,6 +16,7 @@ import asyncio
 import logging
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -27,17 +28,27 @@ from hpa.kube.logs import INPUT_ERRORS, add_log_flags
 from hpa.sim.demo import run_demo
 from hpa.sim.engine import SimulationConfig, simulate
 from hpa.sim.history import parse_time_seconds, prometheus_trace
-from hpa.sim.manifest import load_manifests
+from hpa.sim.manifest import HPAManifest
 from hpa.sim.plot import PlotUnavailableError, plot_result
 from hpa.sim.progress import ProgressBar
 from hpa.sim.report import (
     file_stem,
     parameters_text,
+    summaries,
     write_summary,
     write_timeline_csv,
     write_timeline_json,
 )
+from hpa.sim.summary import Summary
 from hpa.sim.trace import SHAPES, LoadTrace, TraceError, parse_duration, read_csv, shape_trace
+from hpa.sim.vertical import (
+    RECOMMENDERS,
+    ResourceModel,
+    VerticalSummary,
+    comparison_lines,
+    summary_lines,
+)
+from hpa.sim.vpa_manifest import load_manifest_set
 from hpa.sim.workload import MetricPipeline, WorkloadModel
 
 __all__ = ["add_demo_parser", "add_simulate_parser", "quiet_controller_logs"]
@@ -77,11 +88,58 @@ def _milli(text: str) -> float:
         raise argparse.ArgumentTypeError(f"invalid quantity {text!r}: {error}") from error
 
 
+def _memory(text: str) -> float:
+    """A memory quantity flag (``512Mi``), in bytes."""
+    return _milli(text) / 1000
+
+
+def _memory_or_none(text: str) -> float | None:
+    """A memory limit flag: a quantity, or ``none``."""
+    return None if text == "none" else _memory(text)
+
+
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
     w = WorkloadModel()
     p = MetricPipeline()
     s = HorizontalControllerSettings()
     model = parser.add_argument_group("workload model")
+    vertical = parser.add_argument_group(
+        "memory model and vertical autoscaling (with VerticalPodAutoscaler manifests)"
+    )
+    vertical.add_argument(
+        "--memory-base",
+        type=_memory,
+        default=_memory("200Mi"),
+        metavar="MEM",
+        help="memory a Ready pod uses with no load (default 200Mi)",
+    )
+    vertical.add_argument(
+        "--memory-per-request",
+        type=_memory,
+        default=_memory("4Mi"),
+        metavar="MEM",
+        help="memory per request/s of per-pod load (default 4Mi)",
+    )
+    vertical.add_argument(
+        "--memory-request",
+        type=_memory,
+        default=_memory("512Mi"),
+        metavar="MEM",
+        help="memory request of the pod template (default 512Mi)",
+    )
+    vertical.add_argument(
+        "--memory-limit",
+        type=_memory_or_none,
+        default=_memory_or_none("512Mi"),
+        metavar="MEM",
+        help="memory limit of the pod template, or none (default 512Mi)",
+    )
+    vertical.add_argument(
+        "--recommender",
+        choices=RECOMMENDERS,
+        default=None,
+        help="recommender model of every VPA (default: each VPA's spec.recommenders)",
+    )
     model.add_argument(
         "--cpu-request",
         type=_milli,
@@ -244,11 +302,19 @@ def _config(args: argparse.Namespace) -> SimulationConfig:
     )
     if args.initial_replicas is not None and args.initial_replicas < 0:
         raise ValueError(f"--start-replicas: {args.initial_replicas} must be >= 0")
+    resources = ResourceModel(
+        memory_base_bytes=round(args.memory_base),
+        memory_per_request_bytes=args.memory_per_request,
+        memory_request_bytes=round(args.memory_request),
+        memory_limit_bytes=None if args.memory_limit is None else round(args.memory_limit),
+    )
     return SimulationConfig(
         workload=workload,
         pipeline=pipeline,
         settings=settings,
         initial_replicas=args.initial_replicas,
+        resources=resources,
+        recommender=args.recommender,
     )
 
 
@@ -292,13 +358,18 @@ def _run_simulate(args: argparse.Namespace) -> int:
     """``hpa simulate``: a mistake in the manifests, the trace, the flags or ``--output`` is one
     ``invalid_input`` line and exit 2, before anything is simulated."""
     try:
-        manifests = load_manifests(args.manifests)
+        manifests, vpas = load_manifest_set(args.manifests)
         trace = _trace(args)
-        config = _config(args)
+        config = replace(_config(args), vpas=tuple(vpas))
         out = _output_directory(args.output)
     except INPUT_ERRORS as error:
         log.error("invalid_input", error=str(error))
         return 2
+    if args.compare_recommenders:
+        if not config.vpas:
+            log.error("invalid_input", error="--compare-recommenders needs a VerticalPodAutoscaler")
+            return 2
+        return _compare_recommenders(manifests, trace, config, out)
     progress = ProgressBar(
         trace.duration_seconds,
         stream=sys.stderr,
@@ -339,6 +410,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print()
     print(table)
     print()
+    verticals = [
+        (run.name, run.vertical.summary(result.duration_seconds))
+        for run in result.runs
+        if run.vertical is not None
+    ]
+    if verticals:
+        print("\n".join(summary_lines(verticals)))
+        print()
     ratio = trace.duration_seconds / wall if wall > 0 else float("inf")
     print(
         f"simulated {trace.duration_seconds:g}s of virtual time in {wall:.2f}s of wall time "
@@ -346,6 +425,27 @@ def _run_simulate(args: argparse.Namespace) -> int:
     )
     for path in written:
         print(f"wrote {path}")
+    return 0
+
+
+def _compare_recommenders(
+    manifests: list[HPAManifest], trace: LoadTrace, config: SimulationConfig, out: Path
+) -> int:
+    """``hpa simulate --compare-recommenders``: the same run once per recommender model."""
+    rows: list[tuple[str, Summary, VerticalSummary]] = []
+    for recommender in RECOMMENDERS:
+        result = simulate(manifests, trace, config=replace(config, recommender=recommender))
+        for run, summary in zip(result.runs, summaries(result), strict=True):
+            if run.vertical is not None:
+                rows.append((run.name, summary, run.vertical.summary(result.duration_seconds)))
+    table = "\n".join(comparison_lines(rows))
+    path = out / "compare.md"
+    path.write_text(f"# hpa simulate --compare-recommenders\n\n{trace.description}\n\n{table}\n")
+    print(trace.description)
+    print()
+    print(table)
+    print()
+    print(f"wrote {path}")
     return 0
 
 
@@ -361,7 +461,8 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "manifests",
         nargs="+",
         metavar="HPA.yaml",
-        help="autoscaling/v2 HorizontalPodAutoscaler manifests",
+        help="autoscaling/v2 HorizontalPodAutoscaler manifests, and autoscaling.k8s.io/v1 "
+        "VerticalPodAutoscaler manifests acting on their Deployments",
     )
     source = parser.add_argument_group("load")
     source.add_argument(
@@ -404,6 +505,13 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "--format", choices=("csv", "json"), default="csv", help="timeline format (default csv)"
     )
     output.add_argument("--no-plot", action="store_true", help="do not draw plot.png and plot.svg")
+    output.add_argument(
+        "--compare-recommenders",
+        action="store_true",
+        help="run once per VPA recommender model ("
+        + ", ".join(RECOMMENDERS)
+        + ") on the same trace and print one table (compare.md)",
+    )
     output.add_argument(
         "--progress",
         action="store_true",

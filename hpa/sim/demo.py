@@ -26,6 +26,7 @@ from hpa.sim.report import (
     write_timeline_csv,
 )
 from hpa.sim.scenarios import SCENARIOS, Scenario
+from hpa.sim.vertical import summary_lines
 from hpa.sim.workload import Deployment
 
 __all__ = ["DemoOutcome", "run_demo"]
@@ -121,13 +122,20 @@ def run_demo(out_dir: Path, *, stream: TextIO, quick: bool = False) -> DemoOutco
         for run in result.runs:
             write_timeline_csv(run, out_dir / f"{stem}.{file_stem(run.name)}.csv")
         text = summary_table(result)
+        verticals = [
+            (run.name, run.vertical.summary(result.duration_seconds))
+            for run in result.runs
+            if run.vertical is not None
+        ]
+        if verticals:
+            text += "\n\n" + "\n".join(summary_lines(verticals))
         stream.write("\n" + "\n".join(f"  {line}" for line in text.splitlines()) + "\n")
         stream.write(f"  plot: {plot_path} (and .svg)\n\n")
         results.append((scenario, result))
         sections.append(
             f"## {number}. {scenario.title}\n\n{scenario.explanation}\n\n"
             f"![{scenario.title}]({plot_path.name})\n\n"
-            + "\n".join(f"```yaml\n{m}```\n" for m in scenario.manifests)
+            + "\n".join(f"```yaml\n{m}```\n" for m in (*scenario.manifests, *scenario.vpas))
             + f"\n```text\n{parameters_text(result)}\n```\n\n```text\n{text}\n```\n"
         )
     summary_path = out_dir / "summary.md"

@@ -45,6 +45,8 @@ from hpa.sim.ports import (
     VirtualClock,
 )
 from hpa.sim.trace import LoadTrace
+from hpa.sim.vertical import ResourceModel, VerticalRun
+from hpa.sim.vpa_manifest import VPA
 from hpa.sim.workload import Deployment, MetricPipeline, TimelineRow, WorkloadModel
 
 __all__ = ["HPARun", "SimulationConfig", "SimulationResult", "run_simulation", "simulate"]
@@ -66,6 +68,13 @@ class SimulationConfig:
     replayed_metric_milli: tuple[int, ...] | None = None
     """Every External and Object metric answers these values (milli-units) in order, one per
     fetch, instead of the offered load: what a cluster's metrics API served, recorded."""
+    vpas: tuple[VPA, ...] = ()
+    """VerticalPodAutoscalers; each one acts on the Deployment of the HPAs whose
+    ``scaleTargetRef.name`` is its ``targetRef.name`` (:mod:`hpa.sim.vertical`)."""
+    resources: ResourceModel = field(default_factory=ResourceModel)
+    recommender: str | None = None
+    """Every VPA uses this recommender model; ``None``: each VPA's ``spec.recommenders``
+    (``group-aware`` when named there, else ``default``)."""
     record_decisions: bool = False
     """Keep every reconcile's explanation (:attr:`HPARun.decisions`), not only the rescales'
     rendered text: for short runs that are asserted on (``hpa.testing``)."""
@@ -85,6 +94,7 @@ class SimulationConfig:
         return [
             *self.workload.describe(),
             *self.pipeline.describe(),
+            *(self.resources.describe() if self.vpas else []),
             (
                 "sync period",
                 f"{s.sync_period_seconds:g}s"
@@ -135,6 +145,8 @@ class HPARun:
     """``(t, explanation)`` of every reconcile that rescaled (the decision's trace, rendered)."""
     decisions: list[tuple[float, Explanation]] = field(default_factory=list)
     """``(t, explanation)`` of every reconcile, when :attr:`SimulationConfig.record_decisions`."""
+    vertical: VerticalRun | None = None
+    """The VPA acting on this run's Deployment, if any."""
 
 
 @dataclass(slots=True)
@@ -221,6 +233,14 @@ def _build(
     )
     key = f"{hpa.namespace}/{hpa.name}"
     controller.track(key)
+    vertical = None
+    for vpa in config.vpas:
+        if vpa.target_name == spec.scale_target_ref.name and vpa.namespace == hpa.namespace:
+            recommender = config.recommender or (
+                "group-aware" if "group-aware" in vpa.recommenders else "default"
+            )
+            vertical = VerticalRun(vpa, deployment, config.resources, recommender=recommender)
+            break
     workload = config.workload
     run = HPARun(
         name=manifest.name,
@@ -235,6 +255,7 @@ def _build(
         timeline=deployment.timeline,
         events=events.events,
         start_replicas=replicas,
+        vertical=vertical,
     )
     return _Simulated(run=run, key=key, deployment=deployment, controller=controller)
 
@@ -291,9 +312,16 @@ async def run_simulation(
     else:
         syncs = max(1, math.ceil(round(duration / period, 9)))
         sync_times = [step * period for step in range(syncs)]
+    interval = config.resources.interval_seconds
+    next_vertical = 0.0
     for t_seconds in sync_times:
         clock.set(t_seconds)
+        vertical_now = t_seconds >= next_vertical
+        if vertical_now:
+            next_vertical = (math.floor(t_seconds / interval) + 1) * interval
         for sim in sims:
+            if vertical_now and sim.run.vertical is not None:
+                sim.run.vertical.step(t_seconds)
             sim.deployment.advance_to(t_seconds)
             report = await sim.controller.reconcile_key(sim.key)
             _note(sim, report, t_seconds=t_seconds, record=config.record_decisions)

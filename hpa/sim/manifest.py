@@ -54,6 +54,7 @@ __all__ = [
     "parse_manifests",
     "read_manifest",
     "target_utilization_percent",
+    "unique_names",
 ]
 
 
@@ -200,6 +201,11 @@ def load_manifests(paths: Iterable[str | Path]) -> list[HPAManifest]:
     manifests: list[HPAManifest] = []
     for path in paths:
         manifests.extend(parse_manifests(read_manifest(path), source=str(path)))
+    return unique_names(manifests)
+
+
+def unique_names(manifests: Iterable[HPAManifest]) -> list[HPAManifest]:
+    """The manifests, names made unique (``web``, ``web#2``) for side-by-side output."""
     seen: dict[str, int] = {}
     unique: list[HPAManifest] = []
     for manifest in manifests:

@@ -17,6 +17,8 @@ Panels share the time axis:
 * when an HPA's first metric is not cpu (Pods, Object, External, or another resource), the value
   of that metric as the controller read it (``status.currentMetrics[0]``), with its target and
   tolerance band;
+* when a VerticalPodAutoscaler acts on a run: per-pod memory requested (solid) and used (dotted),
+  averaged over the Ready pods, with a red cross at each OOM kill;
 * the comparison's key figures (cost, time above the band, peak utilization, scale events,
   reversals, longest reaction; the summary table's definitions) as a table under the panels.
 
@@ -205,7 +207,15 @@ def build_figure(result: SimulationResult, *, title: str, subtitle: str = "") ->
     end = result.duration_seconds
     drivers = [_first_driving_metric(run) for run in result.runs]
     with_metric = any(driver is not None for driver in drivers)
-    heights = [1.0, 1.3, 1.3, *([1.3] if with_metric else []), 0.35 + 0.17 * len(KEY_FIGURES)]
+    with_memory = any(run.vertical is not None for run in result.runs)
+    heights = [
+        1.0,
+        1.3,
+        1.3,
+        *([1.3] if with_metric else []),
+        *([1.3] if with_memory else []),
+        0.35 + 0.17 * len(KEY_FIGURES),
+    ]
     figure, axes = pyplot.subplots(
         len(heights),
         1,
@@ -215,6 +225,7 @@ def build_figure(result: SimulationResult, *, title: str, subtitle: str = "") ->
     )
     load_ax, replicas_ax, util_ax = axes[0], axes[1], axes[2]
     metric_ax = axes[3] if with_metric else None
+    memory_ax = axes[3 + int(with_metric)] if with_memory else None
     key_ax = axes[-1]
     for ax in axes[1:-1]:
         ax.sharex(load_ax)
@@ -318,11 +329,55 @@ def build_figure(result: SimulationResult, *, title: str, subtitle: str = "") ->
         metric_ax.set_ylabel("metric (as read)")
         metric_ax.grid(alpha=0.3, which="both")
         metric_ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    if memory_ax is not None:
+        _memory_axis(memory_ax, result, unit=unit)
     axes[-2].set_xlabel(f"time ({unit_name})")
     load_ax.set_xlim(0, end / unit)
     _key_figures(key_ax, result)
     figure.subplots_adjust(left=0.07, right=0.74, top=0.93, bottom=0.02)
     return figure
+
+
+def _memory_axis(ax: Any, result: SimulationResult, *, unit: float) -> None:
+    """Per-pod memory requested (solid) and used (dashed) of the runs with a VPA, averaged over
+    the Ready pods at each VPA step, with a cross at each step with OOM kills."""
+    for index, run in enumerate(result.runs):
+        if run.vertical is None:
+            continue
+        colour = _COLOURS[index % len(_COLOURS)]
+        rows = run.vertical.rows
+        xs = [row.t_seconds / unit for row in rows]
+        ax.step(
+            xs,
+            [row.memory_request_bytes / 2**20 for row in rows],
+            where="post",
+            color=colour,
+            linewidth=1.6,
+            label=f"{run.name}: requested ({run.vertical.recommender})",
+        )
+        ax.step(
+            xs,
+            [row.memory_used_bytes / 2**20 for row in rows],
+            where="post",
+            color=colour,
+            linestyle=":",
+            linewidth=1.2,
+            label=f"{run.name}: used",
+        )
+        ooms = [row for row in rows if row.oom_kills]
+        if ooms:
+            ax.plot(
+                [row.t_seconds / unit for row in ooms],
+                [row.memory_used_bytes / 2**20 for row in ooms],
+                "x",
+                color="#d62728",
+                markersize=7,
+                label=f"{run.name}: OOM kills ({sum(row.oom_kills for row in ooms)})",
+            )
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("memory per pod (MiB)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
 
 def _utilization_axis(ax: Any, utilization: Sequence[float], targets: Sequence[float]) -> None:

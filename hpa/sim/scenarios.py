@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hpa.sim.engine import SimulationConfig
 from hpa.sim.manifest import HPAManifest, parse_manifests
 from hpa.sim.trace import LoadTrace, points_trace
+from hpa.sim.vertical import MI, ResourceModel
+from hpa.sim.vpa_manifest import VPA, parse_vpas
 
 __all__ = ["SCENARIOS", "Scenario", "hpa_manifest"]
 
@@ -88,6 +90,10 @@ class Scenario:
     trace: Callable[[bool], LoadTrace]
     """The trace; the argument is ``quick`` (a shorter run for tests)."""
     initial_replicas: int | None = None
+    vpas: tuple[str, ...] = ()
+    """VerticalPodAutoscaler manifests acting on the HPAs' Deployment."""
+    resources: ResourceModel = field(default_factory=ResourceModel)
+    """The memory model, when there are VPAs."""
     row_interval_seconds: float = 0.0
     """Live-table rows at most this often (0: every replica change)."""
 
@@ -98,7 +104,12 @@ class Scenario:
         return found
 
     def config(self) -> SimulationConfig:
-        return SimulationConfig(initial_replicas=self.initial_replicas)
+        vpas: list[VPA] = []
+        for index, text in enumerate(self.vpas, start=1):
+            vpas.extend(parse_vpas(text, source=f"{self.slug} vpa manifest {index}"))
+        return SimulationConfig(
+            initial_replicas=self.initial_replicas, vpas=tuple(vpas), resources=self.resources
+        )
 
 
 FAST_UP = """
@@ -125,6 +136,24 @@ scaleUp:
 NO_SCALE_DOWN = """
 scaleDown:
   selectPolicy: Disabled
+"""
+MEMORY_VPA = """\
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata:
+  name: web
+  namespace: demo
+spec:
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: web
+  updatePolicy:
+    updateMode: Recreate
+  resourcePolicy:
+    containerPolicies:
+    - containerName: '*'
+      controlledResources: [memory]
 """
 CALM = """
 scaleDown:
@@ -206,6 +235,23 @@ SCENARIOS: tuple[Scenario, ...] = (
             "1200) holds through the ripple and pays for it in pod-hours."
         ),
         manifests=(hpa_manifest("defaults"), hpa_manifest("calm", behavior=CALM)),
+        trace=lambda quick: _diurnal_with_ripple(6 * 3600 if quick else 86400),
+        initial_replicas=2,
+        row_interval_seconds=3600,
+    ),
+    Scenario(
+        slug="horizontal-and-vertical",
+        title="HPA on cpu, VPA on memory: a CPU-bound web service through a day",
+        explanation=(
+            "The VPA design proposal's case: the HPA scales replicas on cpu, the VPA (Recreate, "
+            "memory only) sizes each pod's memory. Memory grows with per-pod load (200Mi + 4Mi "
+            "per req/s); the template's 256Mi request and limit are too small at the HPA's "
+            "target, so pods are OOM-killed until the recommender's OOM bump and the updater's "
+            "evictions give them more; the HPA keeps scaling through it."
+        ),
+        manifests=(hpa_manifest("web", min_replicas=2, max_replicas=30),),
+        vpas=(MEMORY_VPA,),
+        resources=ResourceModel(memory_request_bytes=256 * MI, memory_limit_bytes=256 * MI),
         trace=lambda quick: _diurnal_with_ripple(6 * 3600 if quick else 86400),
         initial_replicas=2,
         row_interval_seconds=3600,

@@ -269,6 +269,34 @@ def _sawtooth(t: float, p: Mapping[str, float]) -> float:
     return p["base"] + (p["peak"] - p["base"]) * ((t % p["period"]) / p["period"])
 
 
+def _mix(value: int) -> int:
+    """splitmix64's finaliser: a well-spread 64-bit hash of ``value``."""
+    value = (value + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return value ^ (value >> 31)
+
+
+def _bursty(t: float, p: Mapping[str, float]) -> float:
+    """The b-model of Wang, Ailamaki and Faloutsos ("Data mining meets performance evaluation:
+    fast algorithms for modeling bursty traffic", ICDE 2002): the total load over the run is
+    split in two halves, a fraction ``bias`` to one and ``1 - bias`` to the other (which one is a
+    seeded coin), and again within each half, ``levels`` times; the load of a finest interval is
+    its share of the total. The mean load above ``base`` is ``mean`` whatever the bias."""
+    levels = max(0, round(p["levels"]))
+    bins = 2**levels
+    index = min(bins - 1, max(0, math.floor(t / p["duration"] * bins)))
+    seed = round(p["seed"])
+    factor = 1.0
+    node = 1
+    for level in range(levels):
+        bit = (index >> (levels - 1 - level)) & 1
+        heavy = _mix(seed * 1_000_003 + node) & 1
+        factor *= 2 * (p["bias"] if bit == heavy else 1 - p["bias"])
+        node = 2 * node + bit
+    return p["base"] + p["mean"] * factor
+
+
 SHAPES: Mapping[str, Shape] = {
     shape.name: shape
     for shape in (
@@ -329,6 +357,20 @@ SHAPES: Mapping[str, Shape] = {
             },
             _sawtooth,
         ),
+        Shape(
+            "bursty",
+            "b-model bursts (Wang et al. 2002): mean above base, split by bias, levels deep",
+            {
+                "base": "50",
+                "mean": "200",
+                "bias": "0.6",
+                "levels": "10",
+                "seed": "1",
+                "duration": "24h",
+                "resolution": "1m",
+            },
+            _bursty,
+        ),
     )
 }
 
@@ -376,6 +418,10 @@ def parse_shape(text: str) -> tuple[Shape, dict[str, float]]:
             raise TraceError(f"shape {shape.name}: {key} must be positive")
     if shape.name == "ramp" and params["end"] <= params["start"]:
         raise TraceError("shape ramp: end must be after start")
+    if "bias" in params and not 0.5 <= params["bias"] <= 1:
+        raise TraceError(f"shape {shape.name}: bias must be in [0.5, 1], got {params['bias']:g}")
+    if "levels" in params and params["levels"] > 20:
+        raise TraceError(f"shape {shape.name}: levels must be at most 20")
     return shape, params
 
 

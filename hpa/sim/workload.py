@@ -35,7 +35,7 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -169,7 +169,17 @@ class MetricPipeline:
 class SimPod:
     """One pod of the simulated Deployment (times in seconds of virtual time)."""
 
-    __slots__ = ("_infos", "created_at", "deleted", "name", "ready_at", "running_at")
+    __slots__ = (
+        "_infos",
+        "created_at",
+        "deleted",
+        "last_oom_at",
+        "memory_limit_bytes",
+        "memory_request_bytes",
+        "name",
+        "ready_at",
+        "running_at",
+    )
 
     def __init__(self, name: str, *, created_at: float, running_at: float, ready_at: float) -> None:
         self.name = name
@@ -178,6 +188,14 @@ class SimPod:
         self.ready_at = ready_at
         self.deleted = False
         self._infos: dict[int, PodInfo] = {}
+        self.memory_request_bytes: int | None = None
+        self.memory_limit_bytes: int | None = None
+        self.last_oom_at: tuple[float, float] | None = None
+        """``(container started, OOM-killed)`` of the last OOM kill, for the updater."""
+
+    def forget_infos(self) -> None:
+        """Drop the cached listings (the requests or the readiness changed)."""
+        self._infos.clear()
 
     def state(self, t_seconds: float) -> int:
         """0 Pending, 1 Running and not Ready, 2 Ready."""
@@ -211,10 +229,11 @@ class SimPod:
 class TimelineRow:
     """The simulated world from ``t_seconds`` until the next row (piecewise constant).
 
-    ``utilization_percent`` is the CPU usage of a Ready pod over its request (``None`` while no
-    pod is Ready); ``desired_replicas`` and ``observed`` are the controller's last decision and
-    the value of its first metric as written to ``status.currentMetrics`` (``None`` before the
-    first sync or when the metric could not be computed); ``event`` is set on a rescale.
+    ``utilization_percent`` is the CPU usage of a Ready pod over its request (the Ready pods'
+    mean request once a VPA set them; ``None`` while no pod is Ready); ``desired_replicas`` and
+    ``observed`` are the controller's last decision and the value of its first metric as written
+    to ``status.currentMetrics`` (``None`` before the first sync or when the metric could not be
+    computed); ``event`` is set on a rescale.
     """
 
     t_seconds: float
@@ -274,7 +293,12 @@ class Deployment:
         self.trace = trace
         self.labels = {"app": name}
         self.selector = f"app={name}"
+        self.container = container
         self.containers = (ContainerInfo(container, {"cpu": model.cpu_request_milli}),)
+        self.pod_containers: dict[str, tuple[ContainerInfo, ...]] = {}
+        """Per-pod containers whose requests differ from the template's (set by a VPA)."""
+        self.admit: Callable[[SimPod], None] | None = None
+        """Called for every pod created after ``t = 0`` (a VPA's admission sets its requests)."""
         self.spec_replicas = replicas
         self.pods: list[SimPod] = []
         self.version = 0
@@ -304,12 +328,84 @@ class Deployment:
     # --------------------------------------------------------------------------- dynamics
 
     def _new_pod(self, created_at: float, *, running_at: float, ready_at: float) -> SimPod:
-        return SimPod(
+        pod = SimPod(
             f"{self.name}-{next(self._names)}",
             created_at=created_at,
             running_at=running_at,
             ready_at=ready_at,
         )
+        if self.admit is not None:
+            self.admit(pod)
+        return pod
+
+    def cpu_request_of(self, pod: SimPod) -> int:
+        """The pod's cpu request in milli-cores (the template's unless a VPA set it)."""
+        containers = self.pod_containers.get(pod.name, self.containers)
+        return containers[0].requests_milli.get("cpu", self.model.cpu_request_milli)
+
+    def set_requests(self, pod: SimPod, *, cpu_milli: int | None) -> None:
+        """Set a pod's cpu request (admission or an in-place resize: no restart)."""
+        if cpu_milli is not None:
+            self.pod_containers[pod.name] = (ContainerInfo(self.container, {"cpu": cpu_milli}),)
+        pod.forget_infos()
+        self.version += 1
+
+    def _mean_ready_cpu_request(self, t_seconds: float) -> float:
+        """The Ready pods' mean cpu request (the template's while no VPA set one)."""
+        if not self.pod_containers:
+            return float(self.model.cpu_request_milli)
+        ready = [self.cpu_request_of(pod) for pod in self.pods if pod.state(t_seconds) == 2]
+        return sum(ready) / len(ready) if ready else float(self.model.cpu_request_milli)
+
+    def per_pod_load(self) -> float:
+        """Requests per second offered to each Ready pod now (0 with no Ready pod)."""
+        return self._load / self._ready if self._ready else 0.0
+
+    def per_pod_cpu_milli(self) -> float:
+        """CPU a Ready pod uses now, in milli-cores."""
+        return self._rates()[0]
+
+    def evict(self, pod: SimPod, t_seconds: float) -> SimPod:
+        """Evict ``pod`` at ``t_seconds``: it is deleted and its ReplicaSet creates a replacement
+        at once (Pending, then starting, then Ready, as on a scale-up)."""
+        self.advance_to(t_seconds)
+        was_ready = pod.state(t_seconds) == 2
+        pod.deleted = True
+        self.pods = [p for p in self.pods if not p.deleted]
+        self.pod_containers.pop(pod.name, None)
+        if was_ready:
+            self._ready -= 1
+        model = self.model
+        running_at = t_seconds + model.startup_seconds
+        replacement = self._new_pod(
+            t_seconds, running_at=running_at, ready_at=running_at + model.readiness_seconds
+        )
+        self.pods.append(replacement)
+        heapq.heappush(
+            self._ready_events, (replacement.ready_at, next(self._sequence), replacement)
+        )
+        self._after_pod_change(t_seconds)
+        return replacement
+
+    def restart(self, pod: SimPod, t_seconds: float, *, restart_seconds: float) -> None:
+        """The pod's container is killed at ``t_seconds`` (OOM) and restarts in place: Running
+        again after ``restart_seconds``, Ready a readiness delay later; the pod is kept."""
+        self.advance_to(t_seconds)
+        if pod.state(t_seconds) == 2:
+            self._ready -= 1
+        pod.last_oom_at = (max(pod.running_at, pod.created_at), t_seconds)
+        pod.running_at = t_seconds + restart_seconds
+        pod.ready_at = pod.running_at + self.model.readiness_seconds
+        pod.forget_infos()
+        heapq.heappush(self._ready_events, (pod.ready_at, next(self._sequence), pod))
+        self._after_pod_change(t_seconds)
+
+    def _after_pod_change(self, t_seconds: float) -> None:
+        self.version += 1
+        self._settled_at = max(
+            (max(pod.running_at, pod.ready_at) for pod in self.pods), default=-math.inf
+        )
+        self._begin_segment(t_seconds)
 
     def _rates(self) -> tuple[float, float]:
         """Per-Ready-pod CPU (milli-cores) and served requests per second."""
@@ -366,7 +462,9 @@ class Deployment:
             pods=len(self.pods),
             ready_pods=self._ready,
             utilization_percent=(
-                100.0 * usage_rate / self.model.cpu_request_milli if self._ready else None
+                100.0 * usage_rate / self._mean_ready_cpu_request(t_seconds)
+                if self._ready
+                else None
             ),
             served_rps=served_rate * self._ready,
             desired_replicas=self.desired_replicas,
@@ -550,4 +648,8 @@ class Deployment:
 
     def pod_infos(self, t_seconds: float) -> Sequence[tuple[PodInfo, dict[str, str]]]:
         """Every pod as listed at ``t_seconds`` with its labels."""
-        return [(pod.info(t_seconds, self.containers), self.labels) for pod in self.pods]
+        containers = self.pod_containers
+        return [
+            (pod.info(t_seconds, containers.get(pod.name, self.containers)), self.labels)
+            for pod in self.pods
+        ]

@@ -19,29 +19,20 @@ pods are labelled so) instead of being read from the target workload; there are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from hpa.api.base import error_location, unknown_fields
-from hpa.api.validation import (
-    validate_vertical_pod_autoscaler,
-    validate_vertical_pod_autoscaler_schema,
-)
-from hpa.api.vpa import VerticalPodAutoscaler, pod_resource_policy_to_core
 from hpa.core.explain import Explanation
 from hpa.core.selector import parse_selector
 from hpa.core.vpa.amount import Resources
 from hpa.core.vpa.cluster import ClusterState, ContainerId, PodId, VpaCondition, VpaId
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
-from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources, create_pod_resource_recommender
 from hpa.core.vpa.routines import process_vpa_update
 from hpa.sim.manifest import read_manifest
+from hpa.sim.vpa_manifest import VPA, parse_vpas, vpa_from_document
 from hpa.testing.assertions import HPAAssertionError
 from hpa.testing.manifests import ManifestError
 from hpa.testing.metrics import Ago, Quantity, milli, seconds
@@ -60,84 +51,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class VPA:
-    """One VerticalPodAutoscaler, validated, as the recommender reads it."""
-
-    name: str
-    namespace: str
-    source: str
-    target_kind: str
-    target_name: str
-    update_mode: str | None
-    resource_policy: PodResourcePolicy | None
-    annotations: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-def _vpa(document: Any, where: str) -> VPA:
-    if not isinstance(document, dict):
-        raise ManifestError(f"{where}: expected a mapping (a VPA object), got {document!r}")
-    kind, api_version = document.get("kind"), document.get("apiVersion")
-    if kind != "VerticalPodAutoscaler":
-        raise ManifestError(f"{where}: kind: expected VerticalPodAutoscaler, got {kind!r}")
-    if api_version != "autoscaling.k8s.io/v1":
-        raise ManifestError(
-            f"{where}: apiVersion: expected autoscaling.k8s.io/v1, got {api_version!r}"
-        )
-    try:
-        model = VerticalPodAutoscaler.from_dict(document)
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise ManifestError(f"{where}: {error_location(first)}: {first['msg']}") from error
-    unknown = sorted(unknown_fields(model.spec, "spec"))
-    if unknown:
-        raise ManifestError(f'{where}: unknown field "{unknown[0]}"')
-    if not model.metadata.namespace:
-        model.metadata.namespace = "default"
-    errors = [
-        *validate_vertical_pod_autoscaler_schema(model),
-        *validate_vertical_pod_autoscaler(model),
-    ]
-    if errors:
-        details = "; ".join(str(e) for e in errors)
-        raise ManifestError(f"{where}: VerticalPodAutoscaler is invalid: {details}")
-    target = model.spec.target_ref
-    policy = model.spec.update_policy
-    return VPA(
-        name=model.metadata.name,
-        namespace=model.metadata.namespace,
-        source=where,
-        target_kind=target.kind if target is not None else "",
-        target_name=target.name if target is not None else "",
-        update_mode=policy.update_mode if policy is not None else None,
-        resource_policy=pod_resource_policy_to_core(model.spec.resource_policy),
-        annotations=dict(model.metadata.annotations),
-    )
-
-
-def parse_vpas(text: str, *, source: str = "<yaml>") -> list[VPA]:
-    """Every VPA of a (multi-document) YAML text, validated strictly (:class:`ManifestError`)."""
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{source}: not valid YAML: {error}") from error
-    found = [
-        _vpa(d, source if len(documents) == 1 else f"{source} (document {n})")
-        for n, d in enumerate(documents, start=1)
-    ]
-    if not found:
-        raise ManifestError(f"{source}: no VerticalPodAutoscaler found")
-    return found
-
-
 def load_vpas(source: str | Path | Mapping[str, Any]) -> list[VPA]:
     """Every VPA of a YAML file, or the one decoded object given."""
     if isinstance(source, Mapping):
-        return [_vpa(dict(source), "<dict>")]
+        return [vpa_from_document(dict(source), "<dict>")]
     return parse_vpas(read_manifest(source), source=str(source))
 
 

@@ -43,6 +43,7 @@ from hpa.core.vpa.update import ContainerRecommendation
 __all__ = [
     "PodPlan",
     "annotation_removal_patches",
+    "milli_units",
     "plan_pod",
     "resize_patches",
     "restrict_recommendation",
@@ -73,7 +74,7 @@ def restrict_recommendation(
     return tuple(out)
 
 
-def _milli(resources: Resources) -> dict[str, int]:
+def milli_units(resources: Resources) -> dict[str, int]:
     """The VPA model's units (millicores, bytes) as milli-units (``MilliValue``)."""
     out: dict[str, int] = {}
     if resources.cpu is not None:
@@ -112,7 +113,10 @@ def plan_pod(
     )
     ranked = tuple(
         ContainerRecommendation(
-            r.container_name, _milli(r.target), _milli(r.lower_bound), _milli(r.upper_bound)
+            r.container_name,
+            milli_units(r.target),
+            milli_units(r.lower_bound),
+            milli_units(r.upper_bound),
         )
         for r in (capped.container_recommendations if capped is not None else ())
     )
@@ -126,9 +130,9 @@ def plan_pod(
     )
     total: dict[str, int] = {}
     for container, wanted in zip(containers, resources, strict=True):
-        current = _milli(container.requests)
+        current = milli_units(container.requests)
         if wanted.requests is not None:
-            current.update(_milli(wanted.requests))
+            current.update(milli_units(wanted.requests))
         for resource, amount in current.items():
             total[resource] = total.get(resource, 0) + amount
     return PodPlan(ranked, tuple(resources), total)

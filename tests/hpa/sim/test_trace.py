@@ -98,7 +98,7 @@ def test_every_shape_has_the_documented_form() -> None:
     assert spike.loads == (1.0, 1.0, 9.0, 1.0)
     assert [round(v, 6) for v in diurnal.loads] == [10, 60, 110, 60]
     assert saw.loads == (0.0, 25.0, 50.0, 75.0, 0.0, 25.0, 50.0, 75.0)
-    assert set(SHAPES) == {"step", "ramp", "spike", "diurnal", "sawtooth"}
+    assert set(SHAPES) == {"step", "ramp", "spike", "diurnal", "sawtooth", "bursty"}
 
 
 def test_duration_overrides_a_shape_and_cuts_a_csv() -> None:
