@@ -23,7 +23,7 @@ from hpa.kube.clock import SystemClock
 from hpa.kube.informer import Informer
 from hpa.kube.records import parse_hpa, parse_pod, parse_workload
 from tests.e2e.controller_lab import ApiReader
-from tests.faults.loopthread import LoopThread
+from tests.loopthread import LoopThread
 
 __all__ = ["InformerMirror"]
 

@@ -33,8 +33,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from tests.faults.loopthread import LoopThread
 from tests.faults.proxy import HOP_BY_HOP
+from tests.loopthread import LoopThread
 
 __all__ = ["MODES", "PrometheusFront"]
 

@@ -33,9 +33,9 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from tests.faults.loopthread import LoopThread
 from tests.lab.lab import Lab
 from tests.lab.pki import KeyPair, issue_certificate, write_kubeconfig
+from tests.loopthread import LoopThread
 
 __all__ = ["FAULT_KINDS", "FaultProxy", "status_body"]
 
