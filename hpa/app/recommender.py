@@ -328,6 +328,7 @@ def build_app(
     informers = build_vertical_informers(client, clock=clock)
     pod_informer: Informer[PodRecord] = Informer(client, POD_PATH, parse=parse_pod, clock=clock)
     cluster = ClusterState(gc_interval_ns=AGGREGATE_GC_INTERVAL_NS)
+    hpas = scalers(informers.hpas.store.list_namespace)
     feeder = ClusterFeeder(
         cluster,
         vpas=lambda: iter(informers.vpas.store),
@@ -339,6 +340,7 @@ def build_app(
         vpa_object_namespace=settings.vpa_object_namespace,
         ignored_vpa_object_namespaces=settings.ignored_vpa_object_namespaces,
         memory_saver=settings.memory_saver,
+        hpas=hpas,
     )
     event_informer: Informer[EvictionEvent] = Informer(
         client,
@@ -352,7 +354,7 @@ def build_app(
         feeder,
         pod_recommender=create_pod_resource_recommender(settings.recommendation),
         api=VpaClient(client, namespace=settings.vpa_object_namespace),
-        hpas=scalers(informers.hpas.store.list_namespace),
+        hpas=hpas,
         clock=clock,
         registry=registry,
         settings=settings.loop,

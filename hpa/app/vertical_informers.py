@@ -78,7 +78,7 @@ def scalers(
             except ValueError as error:
                 log.info("hpa_unreadable", hpa=f"{namespace}/{record.name}", error=str(error))
                 continue
-            out.append(HorizontalScaler(namespace, record.name, hpa.spec))
+            out.append(HorizontalScaler(namespace, record.name, hpa.spec, hpa.status))
         return out
 
     return listed

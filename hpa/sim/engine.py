@@ -239,7 +239,13 @@ def _build(
             recommender = config.recommender or (
                 "group-aware" if "group-aware" in vpa.recommenders else "default"
             )
-            vertical = VerticalRun(vpa, deployment, config.resources, recommender=recommender)
+            vertical = VerticalRun(
+                vpa,
+                deployment,
+                config.resources,
+                recommender=recommender,
+                hpa=lambda: hpas.hpa,
+            )
             break
     workload = config.workload
     run = HPARun(

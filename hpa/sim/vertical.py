@@ -5,7 +5,9 @@ Upstream counterpart: the VPA's three components (kubernetes/autoscaler v1.8.x) 
 simulated pods with the project's code: the recommender's cluster model
 (:class:`hpa.core.vpa.cluster.ClusterState`, fed one usage sample per Ready pod and interval, and
 the OOM kills) and pass (:func:`hpa.core.vpa.routines.process_vpa_update`), the ``group-aware``
-model through the recommender's own :class:`~hpa.controllers.vertical.group_aware.GroupSizeHistory`,
+model through the recommender's own :class:`~hpa.controllers.vertical.group_aware.GroupSizeHistory`
+(each sample's per-pod load is the per-pod value of the HPA's metric in the status the simulated
+controller last wrote, its target load the metric's target, as in the recommender),
 the updater's rules (:mod:`hpa.core.vpa.update`: ``GetUpdatePriority``, the update queue's
 admission, the eviction restriction) and the admission controller's requests and proportional
 limits (:func:`hpa.core.vpa.admission.containers_resources_for_pod`).
@@ -35,14 +37,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
+from hpa.controllers.ports import HorizontalPodAutoscalerObject
 from hpa.controllers.vertical.group_aware import GroupSizeHistory
 from hpa.core.selector import parse_selector
 from hpa.core.vpa.admission import AdmissionContainer, containers_resources_for_pod
 from hpa.core.vpa.aggregation import OomSampleDiscardedError
 from hpa.core.vpa.amount import Resources
+from hpa.core.vpa.awareness import HorizontalScaler
 from hpa.core.vpa.cluster import ClusterState, ContainerId, PodId, VpaId
 from hpa.core.vpa.crane import CRANE_RECOMMENDER_NAME, CraneConfig, CraneContainerState
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND
@@ -180,6 +184,8 @@ class VerticalRun:
     deployment: Deployment
     model: ResourceModel
     recommender: str = "default"
+    hpa: Callable[[], HorizontalPodAutoscalerObject | None] | None = None
+    """The HPA scaling the Deployment as the controller last wrote it (spec and status)."""
     cluster: ClusterState = field(init=False)
     oom_kills: int = 0
     evictions: int = 0
@@ -212,19 +218,30 @@ class VerticalRun:
             update_mode=self.vpa.update_mode,
             resource_policy=self.vpa.resource_policy,
         )
-        self._history = GroupSizeHistory(_Replicas(deployment, self.vpa.namespace))
-        if self.recommender == GROUP_AWARE_RECOMMENDER_NAME:
-            self._history.sync(
-                {
-                    self._vpa_id: ControllerKey(
-                        self.vpa.namespace, "Deployment", self.vpa.target_name
-                    )
-                }
-            )
+        self._history = GroupSizeHistory(
+            _Replicas(deployment, self.vpa.namespace), hpas=self._scalers
+        )
+        self._group_targets = (
+            {self._vpa_id: ControllerKey(self.vpa.namespace, "Deployment", self.vpa.target_name)}
+            if self.recommender == GROUP_AWARE_RECOMMENDER_NAME
+            else {}
+        )
         for pod in deployment.pods:
             pod.memory_request_bytes = self.model.memory_request_bytes
             pod.memory_limit_bytes = self.model.memory_limit_bytes
         deployment.admit = self._admit
+
+    def _scalers(self, namespace: str) -> Sequence[HorizontalScaler]:
+        hpa = None if self.hpa is None else self.hpa()
+        if hpa is None or hpa.namespace != namespace:
+            return ()
+        # the simulated Deployment is the HPA's target whatever its name in the manifest
+        target = replace(hpa.spec.scale_target_ref, kind="Deployment", name=self.vpa.target_name)
+        return (
+            HorizontalScaler(
+                namespace, hpa.name, replace(hpa.spec, scale_target_ref=target), hpa.status
+            ),
+        )
 
     # ------------------------------------------------------------------ admission
 
@@ -288,6 +305,7 @@ class VerticalRun:
         deployment.advance_to(t_seconds)
         now_ns = round(t_seconds * NANOSECONDS_PER_SECOND) + 3600 * NANOSECONDS_PER_SECOND
         cluster = self.cluster
+        self._history.sync(self._group_targets)
         model = self.model
         memory = model.memory_bytes(deployment.per_pod_load())
         cpu = deployment.per_pod_cpu_milli()

@@ -58,6 +58,7 @@ from hpa.core.quantity import QuantityError, parse_quantity
 from hpa.core.selector import NOTHING, Selector
 from hpa.core.vpa.aggregation import OomSampleDiscardedError
 from hpa.core.vpa.amount import NO_RESOURCES, Resources
+from hpa.core.vpa.awareness import HorizontalScaler
 from hpa.core.vpa.checkpoints import CheckpointRef, load_checkpoint
 from hpa.core.vpa.cluster import (
     FETCHING_HISTORY,
@@ -313,6 +314,7 @@ class ClusterFeeder:
         ignored_vpa_object_namespaces: frozenset[str] = frozenset(),
         memory_saver: bool = False,
         crane_config: CraneConfig | None = None,
+        hpas: Callable[[str], Sequence[HorizontalScaler]] | None = None,
     ) -> None:
         self.cluster = cluster
         self._vpas = vpas
@@ -327,7 +329,7 @@ class ClusterFeeder:
         self.crane_config = crane_config or CraneConfig()
         self.observed: dict[VpaId, ObservedVpa] = {}
         self.crane: dict[VpaId, _CraneVpa] = {}
-        self.group_sizes = GroupSizeHistory(controllers)
+        self.group_sizes = GroupSizeHistory(controllers, hpas=hpas)
         self._seen: dict[PodId, PodRecord] = {}
         self._pods_to_delete: list[PodId] = []
         self._ooms: list[OomInfo] = []

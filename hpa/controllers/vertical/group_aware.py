@@ -1,30 +1,45 @@
 """The recommender's side of the ``group-aware`` model (:mod:`hpa.core.vpa.group_aware`): the
-usage samples of each ``group-aware`` VPA, each with the replica count of the VPA's target when it
-was taken, and the pass that applies the model to the plain recommendation.
+usage samples of each ``group-aware`` VPA, each with the replica count of the VPA's target and the
+per-pod load when it was taken, and the pass that applies the model to the plain recommendation.
 
-The replica count is the target's ``spec.replicas`` in the controller informers' cache (no API
-call); a target the cache does not hold (an object known only through ``/scale``) records no
-samples, and the VPA keeps the plain model. The per-pod load is ``1 / replicas`` and the target
-load ``1 / current replicas`` (what the HPA holds the workload at now). Samples are kept per VPA,
-container name and resource, the last ``capacity`` (720: half a day at the default one-minute
-interval) of each, in memory only.
+Everything comes from the informers' caches (no API call):
+
+* the replica count is the target's ``spec.replicas`` in the controller informers' cache; a
+  target the cache does not hold (an object known only through ``/scale``) records no samples,
+  and the VPA keeps the plain model;
+* the per-pod load is the per-pod value of the metric the HPA scaling the target is scaling on
+  (:func:`hpa.core.vpa.group_aware.hpa_load`: the HPA's ``status.currentMetrics``, the metric
+  with the highest usage ratio; a ``Utilization`` target is turned into a per-pod value with the
+  sampled pod's requests), and the target load is that metric's ``spec.metrics`` target per pod.
+  The HPA is the one in the VPA's namespace whose ``scaleTargetRef`` has the target's kind and
+  name (the first by name if several do).
+* With no such HPA, or no current value for any of its metrics (no status yet, every metric
+  failing), the sample's load is ``1 / replicas`` and the target load ``1 / current replicas``.
+
+The model is fitted on the samples of the metric the HPA is scaling on now (a sample taken while
+another metric decided is in another unit), or on all samples with the ``1 / replicas`` load when
+no HPA metric is known now. Samples are kept per VPA, container name and resource, the last
+``capacity`` (720: half a day at the default one-minute interval) of each, in memory only.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import structlog
 
 from hpa.core.explain import TraceEntry
 from hpa.core.vpa.amount import ResourceName, Resources, scale_resource
-from hpa.core.vpa.awareness import HorizontalConflict
+from hpa.core.vpa.awareness import HorizontalConflict, HorizontalScaler
 from hpa.core.vpa.cluster import ClusterState, PodState, VpaId, VpaState
 from hpa.core.vpa.group_aware import (
     GROUP_AWARE_RECOMMENDER_NAME,
     GroupSample,
+    HpaLoad,
     apply_group_size_model,
+    hpa_load,
 )
 from hpa.core.vpa.matching import ControllerKey
 from hpa.core.vpa.policy import PodResourcePolicy
@@ -39,24 +54,56 @@ MODEL_GROUP_AWARE = GROUP_AWARE_RECOMMENDER_NAME
 DEFAULT_CAPACITY = 720
 
 _Key = tuple[str, ResourceName]
+_Window = deque[tuple[str | None, GroupSample]]
+"""Samples with the name of the HPA metric their load is a value of (None: no load)."""
 
 
 class GroupSizeHistory:
-    """Samples with group sizes for the ``group-aware`` VPAs a process serves."""
+    """Samples with group sizes and per-pod loads for the ``group-aware`` VPAs a process serves
+    (``hpas``: the HPAs of a namespace, from the informers' cache, with their status)."""
 
-    def __init__(self, controllers: ControllerLookup, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self,
+        controllers: ControllerLookup,
+        *,
+        hpas: Callable[[str], Sequence[HorizontalScaler]] | None = None,
+        capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
         self._controllers = controllers
+        self._hpas = hpas
         self._capacity = capacity
         self._targets: dict[VpaId, ControllerKey] = {}
-        self._samples: dict[VpaId, dict[_Key, deque[GroupSample]]] = {}
+        self._scalers: dict[VpaId, HorizontalScaler] = {}
+        self._now: dict[VpaId, HpaLoad] = {}
+        self._samples: dict[VpaId, dict[_Key, _Window]] = {}
 
     def sync(self, targets: Mapping[VpaId, ControllerKey | None]) -> None:
-        """The ``group-aware`` VPAs now served, with their target; the samples of the others are
-        dropped."""
+        """The ``group-aware`` VPAs now served, with their target, and the HPA scaling each
+        target now; the samples of the others are dropped. Called once per pass, before the
+        samples are recorded."""
         self._targets = {vpa_id: t for vpa_id, t in targets.items() if t is not None}
         for vpa_id in list(self._samples):
             if vpa_id not in self._targets:
                 del self._samples[vpa_id]
+        self._now = {}
+        self._scalers = {}
+        if self._hpas is None:
+            return
+        listed: dict[str, Sequence[HorizontalScaler]] = {}
+        for vpa_id, target in self._targets.items():
+            if target.namespace not in listed:
+                listed[target.namespace] = self._hpas(target.namespace)
+            scaling = sorted(
+                (
+                    h
+                    for h in listed[target.namespace]
+                    if h.spec.scale_target_ref.kind == target.kind
+                    and h.spec.scale_target_ref.name == target.name
+                ),
+                key=lambda h: h.name,
+            )
+            if scaling:
+                self._scalers[vpa_id] = scaling[0]
 
     def replicas(self, vpa_id: VpaId) -> int | None:
         """The target's replica count in the informers' cache (None when not cached)."""
@@ -65,6 +112,18 @@ class GroupSizeHistory:
             return None
         record = self._controllers.get(target.kind, target.namespace, target.name)
         return None if record is None else record.replicas
+
+    def load(self, vpa_id: VpaId, pod: PodState) -> HpaLoad | None:
+        """The per-pod load of the metric the VPA's HPA is scaling on, with ``pod``'s requests
+        for a ``Utilization`` target (None when no HPA metric is known)."""
+        scaler = self._scalers.get(vpa_id)
+        if scaler is None:
+            return None
+
+        def request(resource: str, container: str | None) -> float | None:
+            return _request(pod, resource, container)
+
+        return hpa_load(scaler.spec, scaler.status, request=request)
 
     def record(
         self, cluster: ClusterState, pod: PodState, container: str, resource: str, amount: int
@@ -83,15 +142,41 @@ class GroupSizeHistory:
             replicas = self.replicas(vpa_id)
             if not replicas:
                 continue
+            load = self.load(vpa_id, pod)
+            if load is not None:
+                self._now[vpa_id] = load
             by_key = self._samples.setdefault(vpa_id, {})
             key = (container, ResourceName(resource))
             window = by_key.get(key)
             if window is None:
                 window = by_key[key] = deque(maxlen=self._capacity)
-            window.append(GroupSample(float(amount), replicas))
+            sample = GroupSample(float(amount), replicas, None if load is None else load.load)
+            window.append((None if load is None else load.metric, sample))
 
     def samples(self, vpa_id: VpaId) -> Mapping[_Key, Sequence[GroupSample]]:
-        return self._samples.get(vpa_id, {})
+        """Every sample kept for ``vpa_id``, oldest first."""
+        windows = self._samples.get(vpa_id, {})
+        return {key: [s for _, s in window] for key, window in windows.items()}
+
+    def fitted(self, vpa_id: VpaId) -> tuple[Mapping[_Key, Sequence[GroupSample]], float | None]:
+        """The samples the model is fitted on and the target load: those of the metric the HPA
+        is scaling on now and its target per pod, or every sample with the ``1 / replicas`` load
+        and ``1 / current replicas`` when no HPA metric is known now."""
+        windows = self._samples.get(vpa_id, {})
+        now = self._now.get(vpa_id)
+        if now is not None:
+            return (
+                {
+                    key: [s for metric, s in window if metric == now.metric]
+                    for key, window in windows.items()
+                },
+                now.target,
+            )
+        replicas = self.replicas(vpa_id)
+        return (
+            {key: [replace(s, load=None) for _, s in window] for key, window in windows.items()},
+            None if not replicas else 1.0 / replicas,
+        )
 
     def apply(
         self,
@@ -108,7 +193,7 @@ class GroupSizeHistory:
         answered and why."""
         if not vpa.recommendation:
             return ()
-        replicas = self.replicas(vpa.id)
+        samples, target_load = self.fitted(vpa.id)
         share = 1.0 / len(vpa.recommendation)
         minimum = Resources(
             cpu=scale_resource(pod_minimum.cpu or 0, share),
@@ -120,8 +205,8 @@ class GroupSizeHistory:
 
         adjusted, entries = apply_group_size_model(
             vpa.recommendation,
-            self.samples(vpa.id),
-            target_load=None if not replicas else 1.0 / replicas,
+            samples,
+            target_load=target_load,
             excluded=excluded,
             safety_margin_fraction=safety_margin_fraction,
             minimum=minimum,
@@ -136,3 +221,21 @@ class GroupSizeHistory:
                 details={key: str(value) for key, value in entry.details},
             )
         return (*entries, *capping)
+
+
+def _request(pod: PodState, resource: str, container: str | None) -> float | None:
+    """``pod``'s request of ``resource`` in cores or bytes: of ``container``, or summed over its
+    containers; None when one of them has none (as the HPA, which then cannot compute
+    utilization)."""
+    if resource not in ("cpu", "memory"):
+        return None
+    requests = pod.requests if container is None else {container: pod.requests.get(container)}
+    total = 0.0
+    for resources in requests.values():
+        amount = None if resources is None else resources.get(ResourceName(resource))
+        if amount is None:
+            return None
+        total += amount
+    if not requests:
+        return None
+    return total / 1000 if resource == "cpu" else total

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hpa.core.decision import HorizontalPodAutoscalerStatus
 from hpa.core.spec import (
     CrossVersionObjectReference,
     HorizontalPodAutoscalerSpec,
@@ -50,11 +51,13 @@ class HpaAwareness(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class HorizontalScaler:
-    """An HPA as this rule needs it: where it is, and its spec in the core's shape."""
+    """An HPA as this rule needs it: where it is, and its spec in the core's shape; its status
+    (the ``group-aware`` model reads the current metrics) when known."""
 
     namespace: str
     name: str
     spec: HorizontalPodAutoscalerSpec
+    status: HorizontalPodAutoscalerStatus | None = None
 
 
 @dataclass(frozen=True, slots=True, order=True)

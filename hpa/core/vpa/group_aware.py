@@ -8,14 +8,17 @@ group sizes mixes loads the workload will not see again. This model takes the gr
 account, for a resource the VPA controls while an HPA scales the workload on another one.
 
 Each usage sample carries the replica count of the target's scale when it was taken and, when
-known, the per-pod value of the HPA's bottleneck metric (the load). The per-pod load is that
-value, or ``1 / replicas`` when the metric is not known (the total load shared by the pods).
+known, the per-pod load: the per-pod value of the metric the HPA scales on (:func:`hpa_load`,
+from the HPA's ``status.currentMetrics``), or ``1 / replicas`` when no HPA metric is known (the
+total load, taken as constant, shared by the pods). Under an HPA the total load moves with the
+replica count (the HPA adds pods because the total load rose), so ``1 / replicas`` says little
+about a pod's load there; the metric's per-pod value is what the HPA holds near its target.
 The model is the weighted least-squares line through the samples::
 
     usage = a + b * load
 
-and the estimate at the target load ``L*`` (the HPA's target per-pod value, or ``1 / desired
-replicas`` for the ``1 / replicas`` load) is::
+and the estimate at the target load ``L*`` (the per-pod value of the HPA's ``spec.metrics`` target
+for that metric, or ``1 / current replicas`` for the ``1 / replicas`` load) is::
 
     estimate = clamp(a + b * clamp(L*, load_min, load_max) + q_p(residuals), usage_min, usage_max)
 
@@ -47,7 +50,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from hpa.core.decision import HorizontalPodAutoscalerStatus, MetricStatus
 from hpa.core.explain import Stage, TraceEntry, TraceValue
+from hpa.core.spec import (
+    HorizontalPodAutoscalerSpec,
+    MetricIdentifier,
+    MetricSourceType,
+    MetricSpec,
+    MetricTarget,
+    MetricTargetType,
+    default_spec,
+    format_label_selector,
+)
 from hpa.core.vpa.amount import NO_RESOURCES, ResourceName, Resources
 from hpa.core.vpa.recommender import RecommendedContainerResources
 
@@ -56,10 +70,13 @@ __all__ = [
     "GroupAwareConfig",
     "GroupAwareEstimate",
     "GroupSample",
+    "HpaLoad",
     "LinearFit",
     "LoadKind",
     "apply_group_size_model",
     "group_aware_estimate",
+    "hpa_load",
+    "metric_loads",
     "weighted_percentile",
 ]
 
@@ -163,6 +180,151 @@ class GroupAwareEstimate:
         details.append(("estimate", f"{self.value:.6g}"))
         outcome = "group-size model" if self.used_model else f"plain model ({self.reason})"
         return TraceEntry(Stage.ESTIMATION, f"{subject}: {outcome}", tuple(details))
+
+
+@dataclass(frozen=True, slots=True)
+class HpaLoad:
+    """The per-pod load of one of an HPA's metrics: its value now (``load``) and the value the
+    HPA holds the workload at (``target``), in the metric's unit (cores or bytes for a resource,
+    the metric's own unit otherwise); ``metric`` names the metric (samples are fitted only against
+    samples of the same metric)."""
+
+    metric: str
+    load: float
+    target: float
+
+    @property
+    def ratio(self) -> float:
+        """``load / target``: the HPA's usage ratio, which its replica proposal follows."""
+        return self.load / self.target
+
+
+RequestOf = Callable[[str, str | None], float | None]
+"""A pod's request of a resource (cores or bytes), of one container or, with None, summed over its
+containers; None when a container has no request for it (the HPA cannot compute utilization)."""
+
+
+def _milli(value: int | None) -> float | None:
+    return None if value is None else value / 1000
+
+
+def _resource_load(
+    target: MetricTarget, observed: MetricStatus, request: float | None
+) -> tuple[float | None, float | None]:
+    current = observed.current
+    if target.type == MetricTargetType.UTILIZATION:
+        if target.average_utilization is None or request is None or request <= 0:
+            return None, None
+        load = _milli(current.average_value_milli)
+        if load is None and current.average_utilization is not None:
+            load = current.average_utilization / 100 * request
+        return load, target.average_utilization / 100 * request
+    return _milli(current.average_value_milli), _milli(target.average_value_milli)
+
+
+def _value_load(target: MetricTarget, observed: MetricStatus) -> tuple[float | None, float | None]:
+    current = observed.current
+    if target.type == MetricTargetType.VALUE:
+        return _milli(current.value_milli), _milli(target.value_milli)
+    return _milli(current.average_value_milli), _milli(target.average_value_milli)
+
+
+def _identity(metric: MetricIdentifier) -> str:
+    if metric.selector is None:
+        return metric.name
+    return f"{metric.name}{{{format_label_selector(metric.selector)}}}"
+
+
+def _metric_load(metric: MetricSpec, observed: MetricStatus, request: RequestOf) -> HpaLoad | None:
+    """The per-pod load of ``metric`` as the HPA computed it (``observed``, its status entry)."""
+    if observed.type != metric.type:
+        return None  # a failed metric (type "") or a status written for another spec
+    load: float | None
+    target: float | None
+    if metric.resource is not None and metric.type == MetricSourceType.RESOURCE:
+        source = metric.resource
+        if observed.name != source.name:
+            return None
+        name = f"Resource {source.name}"
+        load, target = _resource_load(source.target, observed, request(source.name, None))
+    elif metric.container_resource is not None and metric.type == (
+        MetricSourceType.CONTAINER_RESOURCE
+    ):
+        c = metric.container_resource
+        if observed.name != c.name or observed.container != c.container:
+            return None
+        name = f"ContainerResource {c.name} of {c.container}"
+        load, target = _resource_load(c.target, observed, request(c.name, c.container))
+    elif metric.pods is not None and metric.type == MetricSourceType.PODS:
+        identity = metric.pods.metric
+        name = f"Pods {_identity(identity)}"
+        load, target = _value_load(metric.pods.target, observed)
+    elif metric.object is not None and metric.type == MetricSourceType.OBJECT:
+        o = metric.object
+        described = f"{o.described_object.kind}/{o.described_object.name}"
+        name = f"Object {described} {o.metric.name} {o.target.type}"
+        load, target = _value_load(o.target, observed)
+    elif metric.external is not None and metric.type == MetricSourceType.EXTERNAL:
+        e = metric.external
+        name = f"External {_identity(e.metric)} {e.target.type}"
+        load, target = _value_load(e.target, observed)
+    else:
+        return None
+    if load is None or target is None or not (math.isfinite(load) and math.isfinite(target)):
+        return None
+    if target <= 0 or load < 0:
+        return None
+    return HpaLoad(name, load, target)
+
+
+def metric_loads(
+    spec: HorizontalPodAutoscalerSpec,
+    status: HorizontalPodAutoscalerStatus | None,
+    *,
+    request: RequestOf,
+) -> tuple[HpaLoad, ...]:
+    """The per-pod load of each of the HPA's metrics that has a current value, in the spec's
+    order. The HPA writes one ``status.currentMetrics`` entry per ``spec.metrics`` entry, in
+    order (a failed one as the zero value); an entry that does not match its spec is skipped.
+
+    Per metric, the load now and the target per pod:
+
+    * ``Resource`` / ``ContainerResource``: ``averageValue`` (the pods' average usage); with a
+      ``Utilization`` target and no ``averageValue``, ``averageUtilization`` x the pod's request
+      (the container's, or the pod's sum). The target is ``averageValue``, or
+      ``averageUtilization`` x the request.
+    * ``Pods``: ``averageValue`` (the per-pod average), against the target's ``averageValue``.
+    * ``Object`` / ``External``: with an ``AverageValue`` target, ``averageValue`` (the HPA divides
+      the metric by the replicas); with a ``Value`` target, ``value`` against the target's
+      ``value`` (the HPA proposes ``value / target`` x the ready pods, so it treats the value as
+      proportional to the per-pod load).
+    """
+    current = status.current_metrics if status is not None else None
+    if not current:
+        return ()
+    loads = (
+        _metric_load(metric, observed, request)
+        for metric, observed in zip(default_spec(spec).metrics, current, strict=False)
+    )
+    return tuple(load for load in loads if load is not None)
+
+
+def hpa_load(
+    spec: HorizontalPodAutoscalerSpec,
+    status: HorizontalPodAutoscalerStatus | None,
+    *,
+    request: RequestOf,
+) -> HpaLoad | None:
+    """The per-pod load of the metric the HPA is scaling on: of :func:`metric_loads`, the one
+    with the highest usage ratio ``load / target`` (the HPA scales to the largest of its metrics'
+    proposals, each ``ratio`` x the pods, so the highest ratio is the one that decided; the first
+    of equal ones). None when no metric has a current value (no status yet, every metric
+    failing)."""
+    best: HpaLoad | None = None
+    for load in metric_loads(spec, status, request=request):
+        if best is None or load.ratio > best.ratio:
+            best = load
+    return best
 
 
 def weighted_percentile(values: Sequence[float], weights: Sequence[float], p: float) -> float:

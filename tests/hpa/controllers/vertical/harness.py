@@ -217,6 +217,7 @@ class Harness:
             metrics=self.metrics,
             recommender_name=recommender_name,
             ignored_vpa_object_namespaces=ignored_vpa_object_namespaces,
+            hpas=self._scalers,
         )
         self.recommender = Recommender(
             self.feeder,
@@ -235,8 +236,9 @@ class Harness:
 
     def _scalers(self, namespace: str) -> Sequence[HorizontalScaler]:
         return [
-            HorizontalScaler(namespace, r.name, hpa_from_dict(r.raw).spec)
+            HorizontalScaler(namespace, r.name, hpa.spec, hpa.status)
             for r in self.hpas.list_namespace(namespace)
+            for hpa in (hpa_from_dict(r.raw),)
         ]
 
     def now_ns(self) -> int:
