@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 
 from hpa.controllers.ports import HorizontalPodAutoscalerObject
 from hpa.controllers.vertical.group_aware import GroupSizeHistory
+from hpa.core.explain import TraceEntry
 from hpa.core.selector import parse_selector
 from hpa.core.vpa.admission import AdmissionContainer, containers_resources_for_pod
 from hpa.core.vpa.aggregation import OomSampleDiscardedError
@@ -191,6 +192,8 @@ class VerticalRun:
     evictions: int = 0
     in_place_resizes: int = 0
     rows: list[VerticalRow] = field(default_factory=list)
+    group_model: tuple[TraceEntry, ...] = ()
+    """The ``group-aware`` model's verdicts at the last step (which model answered, the fit)."""
     _cpu_waste: float = 0.0
     _memory_waste: float = 0.0
     _cpu_under: float = 0.0
@@ -354,7 +357,7 @@ class VerticalRun:
                 explain=False,
             )
         if self.recommender == GROUP_AWARE_RECOMMENDER_NAME:
-            self._history.apply(
+            self.group_model = self._history.apply(
                 self._state,
                 (),
                 safety_margin_fraction=0.15,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -213,6 +214,106 @@ async def test_one_pass_over_http(served: tuple[FakeApiServer, KubeClient]) -> N
             assert 'vpa_recommender_vpa_objects_count{api="v1"' in body
             assert "vpa_recommender_aggregate_container_states_count 1.0" in body
             assert (await client.get("/readyz")).status == 200
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    """Until the informers have delivered what ``check`` looks for (watch events are async)."""
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the informers did not catch up")
+
+
+def _seen(app: RecommenderApp, replicas: int, hpa_version: int) -> bool:
+    """The informers hold the Deployment at ``replicas`` and the HPA's status written last."""
+    hpa = app.informers.hpas.store.get_by_name(NS, "web-hpa")
+    deployment = app.informers.lookup.get("Deployment", NS, "web")
+    return (
+        hpa is not None
+        and int(hpa.resource_version) >= hpa_version
+        and deployment is not None
+        and deployment.replicas == replicas
+    )
+
+
+def _hpa_with_cpu(average_milli: int, replicas: int) -> dict[str, Any]:
+    """``web-hpa`` (cpu at 60 % of the pods' 100m) as its controller last wrote it."""
+    hpa = hpa_json("web-hpa")
+    hpa["status"] = {
+        "currentReplicas": replicas,
+        "desiredReplicas": replicas,
+        "currentMetrics": [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {
+                        "averageValue": f"{average_milli}m",
+                        "averageUtilization": average_milli,  # of 100m
+                    },
+                },
+            }
+        ],
+    }
+    return hpa
+
+
+async def test_group_aware_reads_the_hpas_metric_per_pod_from_the_informers(
+    served: tuple[FakeApiServer, KubeClient],
+) -> None:
+    """Per-pod memory is 200Mi + 1000Mi per core of the HPA's cpu per pod, which the HPA keeps
+    near its target whatever the replica count: the model fits it on the HPA's
+    ``status.currentMetrics`` (read from the informer, no extra request) and recommends memory at
+    the HPA's target, 60 % of 100m: (200 + 60) Mi plus the 15 % margin."""
+    apiserver, kube = served
+    seed(apiserver)
+    apiserver.put_object(
+        VPA_GROUP, "verticalpodautoscalers", vpa_json("web", recommenders=["group-aware"])
+    )
+    clock = FakeClock()
+    metrics = FakeContainerMetrics()
+    app = build_app(
+        RecommenderAppSettings(), kube, clock=clock, registry=CollectorRegistry(), metrics=metrics
+    )
+    tasks = await synced(app)
+    day = [(2, 50), (3, 70), (5, 40), (8, 90), (6, 55), (4, 65), (3, 45), (2, 80)] * 2
+    try:
+        await app.recommender.init_from_checkpoints()
+        for replicas, cpu_milli in day:
+            deployment = deployment_json()
+            deployment["spec"]["replicas"] = replicas
+            apiserver.put_object("/apis/apps/v1", "deployments", deployment)
+            apiserver.put_object(
+                "/apis/autoscaling/v2",
+                "horizontalpodautoscalers",
+                _hpa_with_cpu(cpu_milli, replicas),
+            )
+            await _until(functools.partial(_seen, app, replicas, apiserver.resource_version))
+            memory = 200 * MIB + 1000 * MIB * cpu_milli // 1000
+            metrics.set(
+                PodId(NS, "web-0"),
+                "app",
+                time_ns=app.recommender.now_ns(),
+                cpu=cpu_milli,
+                memory=memory,
+            )
+            await app.recommender.run_once()
+            await clock.advance(60)
+        hpa_reads = apiserver.requests_to(
+            "GET", f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/web-hpa"
+        )
+        assert hpa_reads == []  # the informer's copy, never a GET of its own
+        stored: dict[str, Any] = (
+            apiserver.get_object(VPA_GROUP, "verticalpodautoscalers", NS, "web") or {}
+        )
+        recommended = stored["status"]["recommendation"]["containerRecommendations"][0]
+        memory_target = parse_quantity(recommended["target"]["memory"]).value()
+        assert memory_target == pytest.approx(260 * MIB * 1.15, rel=0.01)
     finally:
         for task in tasks:
             task.cancel()

@@ -306,3 +306,43 @@ def test_the_plot_of_a_run_with_a_vpa_shows_memory_requested_used_and_oom_kills(
     assert labels[0].startswith("web: requested")
     assert "web: used" in labels
     assert any(label.startswith("web: OOM kills (") for label in labels)
+
+
+def test_group_aware_fits_memory_on_the_hpas_cpu_per_pod_and_recommends_at_its_target(
+    tmp_path: Path,
+) -> None:
+    """The HPA (cpu at 60 % of 500m) moves the replicas with the load; the group-aware model
+    fits per-pod memory (200Mi + 4Mi per req/s) on the HPA's cpu per pod (10m per req/s) from
+    the status the controller wrote, and recommends memory at the target: 300m of cpu, 30 req/s
+    per pod, 320Mi, plus the 15 % margin."""
+    manifest = tmp_path / "web.yaml"
+    vpa = vpa_document(
+        recommenders=[{"name": "group-aware"}],
+        resourcePolicy={
+            "containerPolicies": [{"containerName": "*", "controlledResources": ["memory"]}]
+        },
+    )
+    manifest.write_text(HPA_YAML + "---\n" + yaml.safe_dump(vpa))
+    hpas, vpas = load_manifest_set([manifest])
+    config = SimulationConfig(
+        vpas=tuple(vpas),
+        resources=ResourceModel(memory_request_bytes=1024 * MI, memory_limit_bytes=1024 * MI),
+    )
+    trace = points_trace(
+        [(0, 60), (1800, 150), (3600, 300), (5400, 200), (7200, 100)],
+        duration_seconds=3 * 3600,
+        description="ramp",
+    )
+
+    result = simulate(hpas, trace, config=config)
+
+    run = result.runs[0].vertical
+    assert run is not None
+    assert len({row.replicas for row in result.runs[0].timeline}) >= 3
+    (verdict,) = run.group_model
+    assert verdict.summary == "container app memory: group-size model"
+    details = dict(verdict.details)
+    assert details["per-pod load"] == "metric"
+    assert details["target load"] == "0.3"  # cores: 60 % of the pods' 500m
+    (recommended,) = run.cluster.vpas[next(iter(run.cluster.vpas))].recommendation or ()
+    assert recommended.target.memory == pytest.approx(320 * MI * 1.15, rel=0.01)

@@ -57,7 +57,9 @@ def _requests(resource: str, container: str | None) -> float | None:
 
 CPU = MetricSpec.for_resource(ResourceMetricSource("cpu", UTILIZATION_60))
 CPU_VALUE = MetricSpec.for_resource(
-    ResourceMetricSource("cpu", MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value_milli=400))
+    ResourceMetricSource(
+        "cpu", MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value_milli=400)
+    )
 )
 APP_CPU = MetricSpec.for_container_resource(
     ContainerResourceMetricSource("cpu", "app", UTILIZATION_60)
