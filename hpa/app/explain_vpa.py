@@ -11,7 +11,7 @@ group-size model needs. Nothing is written.
 The checkpoints are what the recommender last wrote (every ``--checkpoints-gc-interval`` pass it
 writes them, as upstream), so the trace may lag the live recommender by up to a pass; the
 VPA's current ``status.recommendation`` is printed next to it. The group-size model's samples
-(with their replica counts) live only in the recommender's memory: the trace says so, and the
+(with their replica counts and per-pod loads) live only in the recommender's memory: the trace says so, and the
 recommender logs each verdict as ``group_size_model`` (at ``--log-level=debug``).
 """
 
@@ -151,9 +151,9 @@ async def explain_vpa(
                 (
                     (
                         "samples",
-                        "kept with their replica counts in the recommender's memory, not in "
-                        "checkpoints; the recommender logs each verdict as group_size_model "
-                        "(--log-level=debug)",
+                        "kept with their replica counts and per-pod loads (the HPA's metric per "
+                        "pod) in the recommender's memory, not in checkpoints; the recommender "
+                        "logs each verdict as group_size_model (--log-level=debug)",
                     ),
                     ("applies to", "the resources no HPA scales the workload on"),
                 ),
