@@ -11,8 +11,9 @@ group-size model needs. Nothing is written.
 The checkpoints are what the recommender last wrote (every ``--checkpoints-gc-interval`` pass it
 writes them, as upstream), so the trace may lag the live recommender by up to a pass; the
 VPA's current ``status.recommendation`` is printed next to it. The group-size model's samples
-(with their replica counts and per-pod loads) live only in the recommender's memory: the trace says so, and the
-recommender logs each verdict as ``group_size_model`` (at ``--log-level=debug``).
+(with their replica counts and per-pod loads) live only in the recommender's memory: the trace
+says so, and the recommender logs each verdict as ``group_size_model`` (at
+``--log-level=debug``).
 """
 
 from __future__ import annotations

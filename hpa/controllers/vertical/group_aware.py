@@ -18,8 +18,9 @@ Everything comes from the informers' caches (no API call):
 
 The model is fitted on the samples of the metric the HPA is scaling on now (a sample taken while
 another metric decided is in another unit), or on all samples with the ``1 / replicas`` load when
-no HPA metric is known now. Samples are kept per VPA, container name and resource, the last
-``capacity`` (720: half a day at the default one-minute interval) of each, in memory only.
+no HPA metric is known now. Samples are kept per VPA, container name and resource: every pod's
+samples of the last ``passes`` passes (720: half a day at the default one-minute interval), at
+most ``max_samples`` (50,000) of each, in memory only.
 """
 
 from __future__ import annotations
@@ -46,16 +47,20 @@ from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import apply_vpa_policy
 from hpa.kube.targets import ControllerLookup
 
-__all__ = ["DEFAULT_CAPACITY", "MODEL_GROUP_AWARE", "GroupSizeHistory"]
+__all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_PASSES", "MODEL_GROUP_AWARE", "GroupSizeHistory"]
 
 log = structlog.get_logger("hpa.controllers.vertical.group_aware")
 
 MODEL_GROUP_AWARE = GROUP_AWARE_RECOMMENDER_NAME
-DEFAULT_CAPACITY = 720
+DEFAULT_PASSES = 720
+"""Passes whose samples are kept: half a day at the default one-minute interval."""
+DEFAULT_MAX_SAMPLES = 50_000
+"""Samples kept per VPA, container and resource at most (the oldest go first)."""
 
 _Key = tuple[str, ResourceName]
-_Window = deque[tuple[str | None, GroupSample]]
-"""Samples with the name of the HPA metric their load is a value of (None: no load)."""
+_Window = deque[tuple[int, str | None, GroupSample]]
+"""Samples with the pass that took them and the name of the HPA metric their load is a value of
+(None: no load)."""
 
 
 class GroupSizeHistory:
@@ -67,11 +72,14 @@ class GroupSizeHistory:
         controllers: ControllerLookup,
         *,
         hpas: Callable[[str], Sequence[HorizontalScaler]] | None = None,
-        capacity: int = DEFAULT_CAPACITY,
+        passes: int = DEFAULT_PASSES,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
     ) -> None:
         self._controllers = controllers
         self._hpas = hpas
-        self._capacity = capacity
+        self._passes = passes
+        self._max_samples = max_samples
+        self._pass = 0
         self._targets: dict[VpaId, ControllerKey] = {}
         self._scalers: dict[VpaId, HorizontalScaler] = {}
         self._now: dict[VpaId, HpaLoad] = {}
@@ -82,9 +90,15 @@ class GroupSizeHistory:
         target now; the samples of the others are dropped. Called once per pass, before the
         samples are recorded."""
         self._targets = {vpa_id: t for vpa_id, t in targets.items() if t is not None}
+        self._pass += 1
+        oldest = self._pass - self._passes
         for vpa_id in list(self._samples):
             if vpa_id not in self._targets:
                 del self._samples[vpa_id]
+                continue
+            for window in self._samples[vpa_id].values():
+                while window and window[0][0] <= oldest:
+                    window.popleft()
         self._now = {}
         self._scalers = {}
         if self._hpas is None:
@@ -149,14 +163,14 @@ class GroupSizeHistory:
             key = (container, ResourceName(resource))
             window = by_key.get(key)
             if window is None:
-                window = by_key[key] = deque(maxlen=self._capacity)
+                window = by_key[key] = deque(maxlen=self._max_samples)
             sample = GroupSample(float(amount), replicas, None if load is None else load.load)
-            window.append((None if load is None else load.metric, sample))
+            window.append((self._pass, None if load is None else load.metric, sample))
 
     def samples(self, vpa_id: VpaId) -> Mapping[_Key, Sequence[GroupSample]]:
         """Every sample kept for ``vpa_id``, oldest first."""
         windows = self._samples.get(vpa_id, {})
-        return {key: [s for _, s in window] for key, window in windows.items()}
+        return {key: [s for _, _, s in window] for key, window in windows.items()}
 
     def fitted(self, vpa_id: VpaId) -> tuple[Mapping[_Key, Sequence[GroupSample]], float | None]:
         """The samples the model is fitted on and the target load: those of the metric the HPA
@@ -167,14 +181,14 @@ class GroupSizeHistory:
         if now is not None:
             return (
                 {
-                    key: [s for metric, s in window if metric == now.metric]
+                    key: [s for _, metric, s in window if metric == now.metric]
                     for key, window in windows.items()
                 },
                 now.target,
             )
         replicas = self.replicas(vpa_id)
         return (
-            {key: [replace(s, load=None) for _, s in window] for key, window in windows.items()},
+            {key: [replace(s, load=None) for *_, s in window] for key, window in windows.items()},
             None if not replicas else 1.0 / replicas,
         )
 
