@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hpa.controllers.vertical.feeder import selected_model
+from hpa.controllers.vertical.group_aware import GroupSizeHistory
 from hpa.core.quantity import parse_quantity
 from hpa.core.vpa.amount import ResourceName
 from tests.hpa.controllers.vertical.harness import (
@@ -77,3 +78,21 @@ async def test_without_replica_changes_it_is_the_plain_model() -> None:
 )
 def test_the_name_selects_the_model(recommenders: tuple[str, ...], expected: str) -> None:
     assert selected_model(recommenders, "default") == expected
+
+
+async def test_every_pods_samples_of_the_last_passes_are_kept() -> None:
+    """The window is a number of passes, not of samples: three pods fill it three times as
+    fast, and it still holds the last ``passes`` passes of each."""
+    h = Harness()
+    h.web(pods=3)
+    h.put_vpa(vpa_json("grouped", recommenders=["group-aware"]))
+    h.feeder.group_sizes = GroupSizeHistory(h.controllers, passes=4)
+    for step in range(6):
+        for pod in ("web-0", "web-1", "web-2"):
+            h.feed(pod, cpu=100, memory=(300 + step) * MIB)
+        await h.run_once()
+        await h.clock.advance(60)
+    vpa_id = next(v for v in h.cluster.vpas if v.vpa_name == "grouped")
+    kept = h.feeder.group_sizes.samples(vpa_id)[("app", ResourceName.MEMORY)]
+    assert sorted({s.usage for s in kept}) == [(300 + step) * MIB for step in (2, 3, 4, 5)]
+    assert len(kept) == 3 * 4
