@@ -465,7 +465,9 @@ def apply_group_size_model(
     """The plain model's recommendations (before policy capping: ``uncapped_target``) with each
     resource's target replaced by the group-size estimate plus the safety margin, where the model
     answers, at least ``minimum`` (the per-container share of the per-pod minimum, as the plain
-    model applies it); bounds are widened to hold the new target. Resources ``excluded`` (an HPA
+    model applies it); the plain model's bounds are scaled by the same factor as its target (at
+    least holding the new target), so the band in which the updater leaves pods alone keeps its
+    relative width. Resources ``excluded`` (an HPA
     scales the workload on them) and resources the plain model did not recommend are left alone.
     The caller caps the result with the VPA's policy. ``samples`` are in the recommendation's
     units (cpu millicores, memory bytes)."""
@@ -492,9 +494,21 @@ def apply_group_size_model(
                 math.ceil(estimate.value * (1 + safety_margin_fraction)),
                 minimum.get(resource) or 0,
             )
+            # the plain model's bounds, scaled as its target was: the band the updater leaves
+            # pods alone in keeps its relative width around the new target
+            scale = amount / plain_target if plain_target > 0 else 1.0
+            plain_lower, plain_upper = lower.get(resource), upper.get(resource)
             target = _with(target, resource, amount)
-            lower = _with(lower, resource, min(lower.get(resource) or amount, amount))
-            upper = _with(upper, resource, max(upper.get(resource) or amount, amount))
+            lower = _with(
+                lower,
+                resource,
+                amount if plain_lower is None else min(math.floor(plain_lower * scale), amount),
+            )
+            upper = _with(
+                upper,
+                resource,
+                amount if plain_upper is None else max(math.ceil(plain_upper * scale), amount),
+            )
         out.append(
             replace(
                 recommendation,

@@ -22,14 +22,17 @@ from hpa.core.spec import (
     PodsMetricSource,
     ResourceMetricSource,
 )
+from hpa.core.vpa.amount import ResourceName, Resources
 from hpa.core.vpa.group_aware import (
     GroupSample,
     HpaLoad,
     LoadKind,
+    apply_group_size_model,
     group_aware_estimate,
     hpa_load,
     metric_loads,
 )
+from hpa.core.vpa.recommender import RecommendedContainerResources
 
 REF = CrossVersionObjectReference(kind="Deployment", name="web", api_version="apps/v1")
 QUEUE = CrossVersionObjectReference(kind="Service", name="queue", api_version="v1")
@@ -318,3 +321,27 @@ def test_usage_linear_in_the_hpa_metric_is_recovered_and_recommended_at_the_targ
     assert estimate.fit.slope == pytest.approx(per_load, rel=1e-6)
     assert estimate.fit.intercept == pytest.approx(fixed, rel=1e-6, abs=1e-6 * scale)
     assert estimate.value == pytest.approx(fixed + per_load * target, rel=1e-6, abs=1e-6 * scale)
+
+
+def test_the_plain_bounds_are_scaled_with_the_target() -> None:
+    """The updater leaves a pod alone while its request is inside [lower, upper]: the group-size
+    target keeps the plain model's band around it, scaled, so a target that creeps up does not
+    put every pod below a lower bound equal to the target."""
+    plain = RecommendedContainerResources(
+        "app",
+        target=Resources(cpu=100, memory=1150),
+        lower_bound=Resources(cpu=80, memory=920),
+        upper_bound=Resources(cpu=200, memory=2300),
+        uncapped_target=Resources(cpu=100, memory=1150),
+    )
+    # usage = 100 + 1000 x load, the target load 0.4: 500 bytes, 575 with the 15 % margin
+    samples = _hpa_day(100, 1000, [0.1, 0.2, 0.3, 0.4, 0.5] * 2, [2, 3, 4, 5, 6] * 2)
+    (adjusted,), _ = apply_group_size_model(
+        [plain],
+        {("app", ResourceName.MEMORY): samples},
+        target_load=0.4,
+        excluded=lambda container, resource: resource is ResourceName.CPU,
+    )
+    assert adjusted.target == Resources(cpu=100, memory=575)
+    assert adjusted.lower_bound == Resources(cpu=80, memory=460)  # 920 x 575/1150
+    assert adjusted.upper_bound == Resources(cpu=200, memory=1150)  # 2300 x 575/1150
