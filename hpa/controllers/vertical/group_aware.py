@@ -20,7 +20,8 @@ The model is fitted on the samples of the metric the HPA is scaling on now (a sa
 another metric decided is in another unit), or on all samples with the ``1 / replicas`` load when
 no HPA metric is known now. Samples are kept per VPA, container name and resource: every pod's
 samples of the last ``passes`` passes (720: half a day at the default one-minute interval), at
-most ``max_samples`` (50,000) of each, in memory only.
+most ``max_samples`` (50,000) of each, in memory only; equal samples recorded one after the other
+in a pass (pods alike) are kept as one of their summed weight.
 """
 
 from __future__ import annotations
@@ -164,8 +165,14 @@ class GroupSizeHistory:
             window = by_key.get(key)
             if window is None:
                 window = by_key[key] = deque(maxlen=self._max_samples)
+            metric = None if load is None else load.metric
             sample = GroupSample(float(amount), replicas, None if load is None else load.load)
-            window.append((self._pass, None if load is None else load.metric, sample))
+            if window and window[-1][:2] == (self._pass, metric) and _same(window[-1][2], sample):
+                # equal to the previous sample of this pass (pods alike): one sample of the
+                # summed weight, the same fit and percentile
+                last = window.pop()[2]
+                sample = replace(last, weight=last.weight + sample.weight)
+            window.append((self._pass, metric, sample))
 
     def samples(self, vpa_id: VpaId) -> Mapping[_Key, Sequence[GroupSample]]:
         """Every sample kept for ``vpa_id``, oldest first."""
@@ -235,6 +242,10 @@ class GroupSizeHistory:
                 details={key: str(value) for key, value in entry.details},
             )
         return (*entries, *capping)
+
+
+def _same(a: GroupSample, b: GroupSample) -> bool:
+    return (a.usage, a.replicas, a.load) == (b.usage, b.replicas, b.load)
 
 
 def _request(pod: PodState, resource: str, container: str | None) -> float | None:

@@ -82,17 +82,24 @@ def test_the_name_selects_the_model(recommenders: tuple[str, ...], expected: str
 
 async def test_every_pods_samples_of_the_last_passes_are_kept() -> None:
     """The window is a number of passes, not of samples: three pods fill it three times as
-    fast, and it still holds the last ``passes`` passes of each."""
+    fast, and it still holds the last ``passes`` passes of each; equal samples taken one after
+    the other in a pass are one sample of their summed weight."""
     h = Harness()
-    h.web(pods=3)
+    h.web(pods=4)
     h.put_vpa(vpa_json("grouped", recommenders=["group-aware"]))
     h.feeder.group_sizes = GroupSizeHistory(h.controllers, passes=4)
     for step in range(6):
-        for pod in ("web-0", "web-1", "web-2"):
-            h.feed(pod, cpu=100, memory=(300 + step) * MIB)
+        for i, pod in enumerate(("web-0", "web-1", "web-2")):
+            h.feed(pod, cpu=100, memory=(300 + 10 * i + step) * MIB)
+        h.feed("web-3", cpu=100, memory=(320 + step) * MIB)  # as web-2, sampled next to it
         await h.run_once()
         await h.clock.advance(60)
     vpa_id = next(v for v in h.cluster.vpas if v.vpa_name == "grouped")
     kept = h.feeder.group_sizes.samples(vpa_id)[("app", ResourceName.MEMORY)]
-    assert sorted({s.usage for s in kept}) == [(300 + step) * MIB for step in (2, 3, 4, 5)]
+    expected = {
+        ((300 + 10 * i + step) * MIB, 2.0 if i == 2 else 1.0)
+        for step in (2, 3, 4, 5)
+        for i in range(3)
+    }
+    assert {(s.usage, s.weight) for s in kept} == expected
     assert len(kept) == 3 * 4
