@@ -83,6 +83,17 @@ def bin_dir_for(key: str) -> Path:
     return cache_root() / "bin" / f"{KUBERNETES_VERSION}-{key}"
 
 
+def module_cache_key(go_version_text: str, module_dir: Path, build: object) -> str:
+    """The cache key of a tools module's build: a hash of the Go version, the module's pins
+    (``go.mod``, ``go.sum``) and ``build`` (what is built and how: packages, flags)."""
+    digest = hashlib.sha256(go_version_text.encode())
+    for name in ("go.mod", "go.sum"):
+        digest.update(name.encode())
+        digest.update((module_dir / name).read_bytes())
+    digest.update(repr(build).encode())
+    return digest.hexdigest()[:12]
+
+
 def version_ldflags(build_date: str) -> list[str]:
     major, minor, _ = KUBERNETES_VERSION.removeprefix("v").split(".", 2)
     values = {

@@ -21,11 +21,17 @@ the tools module's go.mod/go.sum, the build flags and the Go version, so anythin
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.lab.build import TOOLS_DIR, build_once, cache_root, go_build, go_version
+from tests.lab.build import (
+    TOOLS_DIR,
+    build_once,
+    cache_root,
+    go_build,
+    go_version,
+    module_cache_key,
+)
 from tests.lab.process import Component, ProcessGroup
 from tests.lab.toolchain import find_go
 
@@ -48,12 +54,7 @@ def packages() -> list[str]:
 
 def cache_key(go_version_text: str, module_dir: Path = MODULE_DIR) -> str:
     """Hash of the Go version, the pins (go.mod, go.sum), the packages and the build flags."""
-    digest = hashlib.sha256(go_version_text.encode())
-    for name in ("go.mod", "go.sum"):
-        digest.update(name.encode())
-        digest.update((module_dir / name).read_bytes())
-    digest.update(repr((COMPONENTS, BUILD_FLAGS)).encode())
-    return digest.hexdigest()[:12]
+    return module_cache_key(go_version_text, module_dir, (COMPONENTS, BUILD_FLAGS))
 
 
 def bin_dir_for(key: str) -> Path:
