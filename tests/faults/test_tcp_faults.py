@@ -78,6 +78,9 @@ LONG = os.environ.get("HPA_FAULTS_LONG") == "1"
 HOLD_SECONDS = (2 * SYNC_SECONDS if LONG else SYNC_SECONDS) + METRIC_TIMEOUT_SECONDS + 2.0
 """How long each fault lasts: the next sync's metrics call gives up (one sync and the metric
 timeout), and the status is written, before the fault is removed."""
+CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0)
+"""Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
+longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
 REPEATS = 3 if LONG else 1
 CONTROLLER_API = "controller-apiserver"
 ADAPTER_API = "adapter-apiserver"
@@ -270,7 +273,8 @@ def _run_rounds(
             faulted = time.monotonic()
             lab.set_load(NAMESPACE, name, rps)
             inactive: float | None = None
-            while time.monotonic() - faulted < HOLD_SECONDS:
+            hold = CONTROLLER_API_HOLD_SECONDS if path == CONTROLLER_API else HOLD_SECONDS
+            while time.monotonic() - faulted < hold:
                 if inactive is None and active() == "False":
                     inactive = time.monotonic() - faulted
                 time.sleep(0.2)
