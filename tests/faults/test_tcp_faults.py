@@ -78,6 +78,7 @@ LONG = os.environ.get("HPA_FAULTS_LONG") == "1"
 HOLD_SECONDS = (2 * SYNC_SECONDS if LONG else SYNC_SECONDS) + METRIC_TIMEOUT_SECONDS + 2.0
 """How long each fault lasts: the next sync's metrics call gives up (one sync and the metric
 timeout), and the status is written, before the fault is removed."""
+LATE_WRITE_SECONDS = 2 * SYNC_SECONDS if LONG else SYNC_SECONDS
 CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0)
 """Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
 longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
@@ -218,7 +219,7 @@ def _run_rounds(
     lab.add_workload(WorkloadProfile(NAMESPACE, name, {"app": name}), rps=HIGH)
     lab.apply(
         [
-            deployment_manifest(name, NAMESPACE, replicas=1),
+            deployment_manifest(name, NAMESPACE, replicas=desired(HIGH)),
             hpa_manifest(
                 name,
                 NAMESPACE,
@@ -317,7 +318,7 @@ def _run_rounds(
             assert right <= 2 * SYNC_SECONDS + SLACK_SECONDS, _failure(
                 s, controller, f"right only {right:.1f} s after {where} cleared: {results}"
             )
-        time.sleep(2 * SYNC_SECONDS)  # a late second write of the last decision would land here
+        time.sleep(LATE_WRITE_SECONDS)  # a late second write of the last decision would land here
         changes = [n for t, n in replica_steps(s.deployments, name) if t >= started]
         writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
         accepted = [
