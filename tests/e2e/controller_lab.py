@@ -186,9 +186,10 @@ def stop_adapter(lab: Lab, component: Component) -> None:
 # ---------------------------------------------------------------------------------- controller
 
 
-def controller_kubeconfig(lab: Lab, user: str) -> Path:
+def controller_kubeconfig(lab: Lab, user: str, *, server: str | None = None) -> Path:
     """A kubeconfig for ``user`` in ``system:masters``: one per controller replica, so the
-    audit log names the replica behind every write."""
+    audit log names the replica behind every write. ``server`` (default: the lab's API server)
+    is where it points, e.g. a fault proxy in front of the API server."""
     pair = issue_certificate(
         lab.pki.ca,
         lab.work_dir / "pki" / user,
@@ -198,7 +199,7 @@ def controller_kubeconfig(lab: Lab, user: str) -> Path:
     )
     return write_kubeconfig(
         lab.work_dir / f"{user}.kubeconfig",
-        server=lab.server_url,
+        server=server or lab.server_url,
         ca_path=lab.pki.ca.pair.cert_path,
         client=pair,
         user=user,

@@ -47,6 +47,7 @@ from tests.e2e.controller_lab import (
     audit_writes,
     component_log,
     condition,
+    controller_kubeconfig,
     deployment_manifest,
     describe_hpas,
     hpa_manifest,
@@ -59,7 +60,6 @@ from tests.e2e.controller_lab import (
 )
 from tests.lab.lab import Lab
 from tests.lab.load_model import WorkloadProfile
-from tests.lab.pki import issue_certificate, write_kubeconfig
 from tests.lab.process import Component, LabError, wait_until
 from tests.lab.toxiproxy import Toxiproxy
 
@@ -137,24 +137,6 @@ def _host_port(url: str) -> str:
     return f"{parts.hostname}:{parts.port}"
 
 
-def _kubeconfig(lab: Lab, work: Path, user: str, listen: str) -> Path:
-    """``user`` (in ``system:masters``) reaching kube-apiserver through the proxy at ``listen``."""
-    client = issue_certificate(
-        lab.pki.ca,
-        lab.work_dir / "pki" / user,
-        common_name=user,
-        organizations=("system:masters",),
-        client=True,
-    )
-    return write_kubeconfig(
-        work / f"{user}-via-toxiproxy.kubeconfig",
-        server=f"https://{listen}",
-        ca_path=lab.pki.ca.pair.cert_path,
-        client=client,
-        user=user,
-    )
-
-
 @dataclass
 class Tcp:
     lab: Lab
@@ -183,7 +165,9 @@ def tcp(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tcp]:
         work,
         rules=adapter_rules(window_seconds=5),
         relist_interval="2s",
-        kubeconfig=_kubeconfig(lab, work, "hpa-adapter-tcp", listen[ADAPTER_API]),
+        kubeconfig=controller_kubeconfig(
+            lab, "hpa-adapter-tcp", server=f"https://{listen[ADAPTER_API]}"
+        ),
         # the last --prometheus-url wins: the adapter reaches Prometheus through its proxy
         extra_flags=(f"--prometheus-url=http://{listen[ADAPTER_PROMETHEUS]}",),
     )
@@ -233,7 +217,7 @@ def _run_rounds(
     controller = start_controller(
         lab,
         user,
-        kubeconfig=_kubeconfig(lab, s.work, user, s.listen[CONTROLLER_API]),
+        kubeconfig=controller_kubeconfig(lab, user, server=f"https://{s.listen[CONTROLLER_API]}"),
         flags=[
             f"--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS:g}s",
             f"--horizontal-pod-autoscaler-metric-timeout={METRIC_TIMEOUT_SECONDS:g}s",

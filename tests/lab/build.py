@@ -219,6 +219,38 @@ def build_once(
     return directory
 
 
+def build_tools_module(
+    module_dir: Path,
+    directory_for: Callable[[str], Path],
+    packages: Sequence[str],
+    *,
+    output: str,
+    flags: Sequence[str],
+    what: str,
+    manifest: Mapping[str, object],
+    parallel_jobs: int = 2,
+) -> Path:
+    """``go build`` of ``packages`` from a pinned tools module (``tests/lab/tools/*``) into
+    ``directory_for(go version)/output`` (``output`` ending in ``/``: one binary per package),
+    once (``build_once``); returns the directory."""
+    go = find_go()
+    version = go_version(go, module_dir)
+
+    def run(partial: Path) -> None:
+        go_build(
+            go,
+            f"{partial}/{output}",
+            packages,
+            cwd=module_dir,
+            flags=flags,
+            parallel_jobs=parallel_jobs,
+        )
+
+    return build_once(
+        directory_for(version), f"{what} with {version}", run, {"go": version, **manifest}
+    )
+
+
 def main() -> int:
     print(build())
     return 0

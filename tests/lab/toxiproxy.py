@@ -31,17 +31,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.lab.build import (
-    TOOLS_DIR,
-    build_once,
-    cache_root,
-    go_build,
-    go_version,
-    module_cache_key,
-)
+from tests.lab.build import TOOLS_DIR, build_tools_module, cache_root, module_cache_key
 from tests.lab.process import Component, ProcessGroup, wait_until
 from tests.lab.prometheus import free_loopback_port
-from tests.lab.toolchain import find_go
 
 VERSION = "v2.5.0"
 MODULE = "github.com/Shopify/toxiproxy/v2"
@@ -59,24 +51,17 @@ def bin_dir_for(key: str) -> Path:
 def build(*, parallel_jobs: int = 2) -> Path:
     """Build the server unless the cache has it; returns the cache directory
     (``tests.lab.build.build_once``: an interrupted build never looks complete)."""
-    go = find_go()
-    version = go_version(go, MODULE_DIR)
-
-    def run(partial: Path) -> None:
-        go_build(
-            go,
-            str(partial / BINARY),
-            [f"{MODULE}/cmd/server"],
-            cwd=MODULE_DIR,
-            flags=BUILD_FLAGS,
-            parallel_jobs=parallel_jobs,
-        )
-
-    return build_once(
-        bin_dir_for(module_cache_key(version, MODULE_DIR, (BINARY, BUILD_FLAGS))),
-        f"toxiproxy {VERSION} with {version}",
-        run,
-        {"go": version, "toxiproxy": VERSION},
+    return build_tools_module(
+        MODULE_DIR,
+        lambda go_version_text: bin_dir_for(
+            module_cache_key(go_version_text, MODULE_DIR, (BINARY, BUILD_FLAGS))
+        ),
+        [f"{MODULE}/cmd/server"],
+        output=BINARY,
+        flags=BUILD_FLAGS,
+        what=f"toxiproxy {VERSION}",
+        manifest={"toxiproxy": VERSION},
+        parallel_jobs=parallel_jobs,
     )
 
 
