@@ -79,7 +79,7 @@ HOLD_SECONDS = (2 * SYNC_SECONDS if LONG else SYNC_SECONDS) + METRIC_TIMEOUT_SEC
 """How long each fault lasts: the next sync's metrics call gives up (one sync and the metric
 timeout), and the status is written, before the fault is removed."""
 LATE_WRITE_SECONDS = 2 * SYNC_SECONDS if LONG else SYNC_SECONDS
-CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0)
+CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0 if LONG else 2 * SYNC_SECONDS)
 """Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
 longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
 REPEATS = 3 if LONG else 1
