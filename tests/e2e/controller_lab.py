@@ -186,15 +186,21 @@ def stop_adapter(lab: Lab, component: Component) -> None:
 # ---------------------------------------------------------------------------------- controller
 
 
-def controller_kubeconfig(lab: Lab, user: str, *, server: str | None = None) -> Path:
-    """A kubeconfig for ``user`` in ``system:masters``: one per controller replica, so the
-    audit log names the replica behind every write. ``server`` (default: the lab's API server)
-    is where it points, e.g. a fault proxy in front of the API server."""
+def controller_kubeconfig(
+    lab: Lab,
+    user: str,
+    *,
+    server: str | None = None,
+    groups: tuple[str, ...] = ("system:masters",),
+) -> Path:
+    """A kubeconfig for ``user`` in ``groups`` (``system:masters``): one per controller replica,
+    so the audit log names the replica behind every write. ``server`` (default: the lab's API
+    server) is where it points, e.g. a fault proxy in front of the API server."""
     pair = issue_certificate(
         lab.pki.ca,
         lab.work_dir / "pki" / user,
         common_name=user,
-        organizations=("system:masters",),
+        organizations=groups,
         client=True,
     )
     return write_kubeconfig(
