@@ -82,7 +82,8 @@ LATE_WRITE_SECONDS = 2 * SYNC_SECONDS if LONG else SYNC_SECONDS
 CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0 if LONG else 2 * SYNC_SECONDS)
 """Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
 longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
-REPEATS = 3 if LONG else 1
+REPEATS = int(os.environ.get("HPA_FAULTS_TCP_REPEATS") or (3 if LONG else 1))
+"""How often each round runs (``bench/faults.py``: three; ``HPA_FAULTS_TCP_REPEATS`` sets it)."""
 CONTROLLER_API = "controller-apiserver"
 ADAPTER_API = "adapter-apiserver"
 ADAPTER_PROMETHEUS = "adapter-prometheus"
