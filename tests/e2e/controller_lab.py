@@ -545,3 +545,12 @@ def audit_writes(path: Path, *, users: set[str]) -> Iterator[AuditWrite]:
                 received=_timestamp(event["requestReceivedTimestamp"]),
                 completed=_timestamp(event["stageTimestamp"]),
             )
+
+
+def scale_writes(writes: list[AuditWrite], name: str) -> list[AuditWrite]:
+    """The writes to Deployment ``name``'s ``/scale`` among ``writes``."""
+    return [
+        w
+        for w in writes
+        if w.resource == "deployments" and w.subresource == "scale" and w.name == name
+    ]

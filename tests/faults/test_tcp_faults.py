@@ -54,6 +54,7 @@ from tests.e2e.controller_lab import (
     offered_load_metric,
     replica_steps,
     report,
+    scale_writes,
     start_adapter,
     start_controller,
     stop_adapter,
@@ -315,13 +316,7 @@ def _run_rounds(
         changes = [n for t, n in replica_steps(s.deployments, name) if t >= started]
         writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
         accepted = [
-            w
-            for w in writes
-            if w.resource == "deployments"
-            and w.subresource == "scale"
-            and w.name == name
-            and w.code == 200
-            and w.received >= started_wall
+            w for w in scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
         ]
         report(
             capsys,
