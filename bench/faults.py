@@ -8,13 +8,16 @@ Run::
 It runs ``pytest tests/faults`` with ``HPA_FAULTS_LONG=1``, which sets the lengths of the
 reliability table in ``docs/reliability.md``: 20 % API faults for 10 minutes; Prometheus down for
 60 s while the load falls, 20 times, with a 0 s scale-down stabilization window; Prometheus
-misbehaving in each of its seven ways five times; kube-apiserver and etcd restarted ten times
-each; the leader paused (SIGSTOP past its 10 s Lease, then SIGCONT) 20 times and killed
-(SIGKILL) 50 times. The scenarios, their invariants and their assertions are the tests' own (one
-implementation); this script only runs them and prints the figures each test reports, and on a
-failure the assertion. ``make test`` runs the short version (the same tests: two outages, three
-Prometheus modes, one pause, two kills, one partition, one kube-apiserver restart, 45 s of API
-faults).
+misbehaving in each of its seven ways five times; kube-apiserver and etcd restarted ten times each;
+the leader paused (SIGSTOP past its 10 s Lease, then SIGCONT) 20 times and killed (SIGKILL) 50
+times; TCP faults from toxiproxy (a latency spike, a mild latency, a timeout, a half-open
+connection, resets, connections cut after 64 bytes, 1 KB/s) on each of the four paths (the
+controller's and the adapter's to kube-apiserver and to Prometheus), three times each
+(``HPA_FAULTS_TCP_REPEATS`` sets how often). The scenarios, their invariants and their assertions
+are the tests' own (one implementation); this script only runs them and prints the figures each
+test reports, and on a failure the assertion. ``make test`` runs the short version (the same tests:
+two outages, three Prometheus modes, one pause, two kills, one partition, one kube-apiserver
+restart, 45 s of API faults, three TCP faults).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ FIGURE_PREFIXES = (
     "leader paused",
     "leader killed",
     "leader partitioned",
+    "TCP faults",
 )
 
 

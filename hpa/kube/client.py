@@ -520,12 +520,15 @@ class KubeClient:
         *,
         params: Mapping[str, str] | None = None,
         timeout_seconds: int = 300,
+        idle_timeout_seconds: float | None = None,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Open a WATCH and yield each event (``{"type", "object"}``) as it arrives.
 
         Framing is one JSON document per line; lines are split by hand so an object larger than
         aiohttp's line limit still parses. The stream ends when the server closes it (after
-        ``timeoutSeconds``). A failed open raises the typed error without retrying: reconnecting
+        ``timeoutSeconds``). A stream silent for ``idle_timeout_seconds`` (default: the
+        ``timeoutSeconds`` asked for, plus 30 s) is taken for a dead connection and fails with
+        ``TransportError``. A failed open raises the typed error without retrying: reconnecting
         with backoff, and relisting on 410, is the informer's job.
         """
         await self._wait_for_token()
@@ -533,7 +536,8 @@ class KubeClient:
         query["watch"] = "true"
         query.setdefault("timeoutSeconds", str(timeout_seconds))
         headers = await self._headers(None)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30)
+        idle = timeout_seconds + 30 if idle_timeout_seconds is None else idle_timeout_seconds
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=idle)
         try:
             async with self._session.get(
                 self.base_url + path,

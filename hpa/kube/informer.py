@@ -15,6 +15,14 @@ Deliberate deviations:
 - every (re)list is a consistent read (no ``resourceVersion=0``), and a relist fires ``on_update``
   only for objects whose resourceVersion changed (upstream replays every object as an update);
   the work queue's periodic resync covers the rest.
+- a watch silent for ``watch_idle_timeout_seconds`` (90 s) is taken for a dead connection (a
+  half-open TCP connection: no answer, no error) and reopened from the last resourceVersion.
+  kube-apiserver sends a bookmark about every minute on a watch that asks for them
+  (``allowWatchBookmarks``; the watch cache's ``defaultBookmarkFrequency``), so a live watch is
+  never that quiet. client-go finds a dead connection by HTTP/2 pings instead
+  (``ReadIdleTimeout`` 30 s + ``PingTimeout`` 15 s); HTTP/1.1 has no ping, and without this bound
+  a dead watch would only end at ``timeoutSeconds`` + 30 s (5.5 to 10.5 minutes), missing every
+  change meanwhile.
 - there is no DeltaFIFO: events are applied to the store and handlers are called inline, in
   order, in the informer's task. Handlers must be quick and must not block (enqueue a key).
 """
@@ -165,12 +173,15 @@ class InformerSettings:
     - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff.
     - ``min_watch_timeout_seconds`` (300): each watch asks the server to end it after a random
       time in ``[min, 2*min)``, like the reflector.
+    - ``watch_idle_timeout_seconds`` (90): a watch that receives nothing (not even a bookmark)
+      for this long is reopened.
     """
 
     page_size: int = 500
     initial_backoff_seconds: float = 0.8
     max_backoff_seconds: float = 30.0
     min_watch_timeout_seconds: int = 300
+    watch_idle_timeout_seconds: float = 90.0
 
 
 class Informer(Generic[R]):
@@ -327,7 +338,12 @@ class Informer(Generic[R]):
         timeout_seconds = int(minimum * (1.0 + self._rng.random()))
         started = self._clock.monotonic()
         events = 0
-        stream = self._client.watch(self.path, params=params, timeout_seconds=timeout_seconds)
+        stream = self._client.watch(
+            self.path,
+            params=params,
+            timeout_seconds=timeout_seconds,
+            idle_timeout_seconds=self._settings.watch_idle_timeout_seconds,
+        )
         async with contextlib.aclosing(stream):
             async for event in stream:
                 events += 1

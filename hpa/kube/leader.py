@@ -13,6 +13,12 @@ Semantics kept from upstream:
   empty ``holderIdentity`` and ``leaseDurationSeconds: 1``, so a successor acquires at its next
   retry instead of waiting out the lease.
 
+Each try is bounded as upstream bounds it (``renew``'s ``context.WithTimeout(ctx, RenewDeadline)``,
+and kube-controller-manager's leader-election client whose ``Timeout`` is the renew deadline): a
+try that has not answered by the renew deadline (a request on a half-open connection) is
+abandoned and counts as failed, so a leader that cannot reach the API server stops leading at the
+renew deadline instead of when the request's own timeout fires.
+
 Deliberate deviations: ``run`` returns when leadership is lost (kube-controller-manager exits at
 that point; the app decides). ``check`` (the ``Fence``) refuses writes as soon as the last
 successful renewal is older than the renew deadline, even before the renew loop notices, so a
@@ -251,12 +257,31 @@ class LeaderElector:
         self._set_observed(updated)
         return True
 
+    async def _try_before(self, deadline: float) -> bool:
+        """``try_acquire_or_renew``, abandoned (False) if it has not answered by ``deadline``
+        (monotonic, on this elector's clock)."""
+        attempt = asyncio.ensure_future(self.try_acquire_or_renew())
+        timer = asyncio.ensure_future(self._clock.sleep(deadline - self._clock.monotonic()))
+        try:
+            await asyncio.wait({attempt, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                self._log.info("lease_attempt_timed_out")
+            await asyncio.gather(timer, return_exceptions=True)
+            await asyncio.gather(attempt, return_exceptions=True)
+        return not attempt.cancelled() and attempt.result()
+
     def _jittered_retry_seconds(self) -> float:
         return self.settings.retry_period_seconds * (1.0 + self._rng.random() * JITTER_FACTOR)
 
     async def acquire(self) -> None:
-        """Try every retry period (with jitter) until the Lease is ours."""
-        while not await self.try_acquire_or_renew():
+        """Try every retry period (with jitter) until the Lease is ours; each try is abandoned
+        after the renew deadline (the timeout of upstream's leader-election client)."""
+        while not await self._try_before(
+            self._clock.monotonic() + self.settings.renew_deadline_seconds
+        ):
             await self._clock.sleep(self._jittered_retry_seconds())
         self._renewed_at = self._clock.monotonic()
         self.leading.set()
@@ -269,7 +294,7 @@ class LeaderElector:
         while True:
             await self._clock.sleep(self.settings.retry_period_seconds)
             deadline = self._clock.monotonic() + self.settings.renew_deadline_seconds
-            while not await self.try_acquire_or_renew():
+            while not await self._try_before(deadline):
                 if self._clock.monotonic() + self.settings.retry_period_seconds >= deadline:
                     return
                 await self._clock.sleep(self.settings.retry_period_seconds)

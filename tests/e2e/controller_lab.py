@@ -186,19 +186,26 @@ def stop_adapter(lab: Lab, component: Component) -> None:
 # ---------------------------------------------------------------------------------- controller
 
 
-def controller_kubeconfig(lab: Lab, user: str) -> Path:
-    """A kubeconfig for ``user`` in ``system:masters``: one per controller replica, so the
-    audit log names the replica behind every write."""
+def controller_kubeconfig(
+    lab: Lab,
+    user: str,
+    *,
+    server: str | None = None,
+    groups: tuple[str, ...] = ("system:masters",),
+) -> Path:
+    """A kubeconfig for ``user`` in ``groups`` (``system:masters``): one per controller replica,
+    so the audit log names the replica behind every write. ``server`` (default: the lab's API
+    server) is where it points, e.g. a fault proxy in front of the API server."""
     pair = issue_certificate(
         lab.pki.ca,
         lab.work_dir / "pki" / user,
         common_name=user,
-        organizations=("system:masters",),
+        organizations=groups,
         client=True,
     )
     return write_kubeconfig(
         lab.work_dir / f"{user}.kubeconfig",
-        server=lab.server_url,
+        server=server or lab.server_url,
         ca_path=lab.pki.ca.pair.cert_path,
         client=pair,
         user=user,
@@ -538,3 +545,12 @@ def audit_writes(path: Path, *, users: set[str]) -> Iterator[AuditWrite]:
                 received=_timestamp(event["requestReceivedTimestamp"]),
                 completed=_timestamp(event["stageTimestamp"]),
             )
+
+
+def scale_writes(writes: list[AuditWrite], name: str) -> list[AuditWrite]:
+    """The writes to Deployment ``name``'s ``/scale`` among ``writes``."""
+    return [
+        w
+        for w in writes
+        if w.resource == "deployments" and w.subresource == "scale" and w.name == name
+    ]

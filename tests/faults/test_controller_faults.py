@@ -38,7 +38,6 @@ import pytest
 from tests.e2e.controller_lab import (
     HPA_BINARY,
     ApiReader,
-    AuditWrite,
     ObjectWatch,
     adapter_rules,
     audit_writes,
@@ -52,6 +51,7 @@ from tests.e2e.controller_lab import (
     offered_load_metric,
     replica_steps,
     report,
+    scale_writes,
     start_adapter,
     start_controller,
     stop_adapter,
@@ -218,14 +218,6 @@ def fresh(scene: Scene) -> Iterator[Scene]:
         scene.end_all()
 
 
-def _scale_writes(writes: list[AuditWrite], name: str) -> list[AuditWrite]:
-    return [
-        w
-        for w in writes
-        if w.resource == "deployments" and w.subresource == "scale" and w.name == name
-    ]
-
-
 def test_api_faults_lose_and_duplicate_no_scale_write(
     fresh: Scene, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -276,7 +268,7 @@ def test_api_faults_lose_and_duplicate_no_scale_write(
     ]
     writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
     accepted = [
-        w for w in _scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
+        w for w in scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
     ]
     report(
         capsys,
@@ -447,7 +439,7 @@ def test_misbehaving_prometheus_never_scales_down_on_missing_metrics(
     changes = [t for t, _ in replica_steps(s.deployments, name) if t >= started]
     writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
     accepted = [
-        w for w in _scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
+        w for w in scale_writes(writes, name) if w.code == 200 and w.received >= started_wall
     ]
     report(capsys, f"Prometheus misbehaving, {len(PROMETHEUS_MODES)} rounds: {rounds}")
     assert len(accepted) == len(changes), s.failure(
@@ -625,7 +617,7 @@ def _leader_faults(
         assert not late, s.failure(
             f"{old} wrote after the {fault} (round {round_}): {[w.target for w in late]}"
         )
-        assert _scale_writes(by_new, name), s.failure(f"{new} made no scale write after the fault")
+        assert scale_writes(by_new, name), s.failure(f"{new} made no scale write after the fault")
         if not running:
             synced = log_text(old).count("caches_synced")
             if old in lab.group.components:
@@ -737,5 +729,5 @@ def test_partitioned_leader_is_succeeded_and_writes_nothing_after_the_partition_
     )
     assert takeover <= TAKEOVER_BOUND_SECONDS, s.failure(f"takeover after {takeover:.1f} s")
     assert not late, s.failure(f"{inside} wrote after the heal: {[w.target for w in late]}")
-    assert _scale_writes(by_other, name), s.failure(f"{outside} made no scale write")
+    assert scale_writes(by_other, name), s.failure(f"{outside} made no scale write")
     assert s.alive(other), s.failure(f"{outside} exited")

@@ -83,6 +83,17 @@ def bin_dir_for(key: str) -> Path:
     return cache_root() / "bin" / f"{KUBERNETES_VERSION}-{key}"
 
 
+def module_cache_key(go_version_text: str, module_dir: Path, build: object) -> str:
+    """The cache key of a tools module's build: a hash of the Go version, the module's pins
+    (``go.mod``, ``go.sum``) and ``build`` (what is built and how: packages, flags)."""
+    digest = hashlib.sha256(go_version_text.encode())
+    for name in ("go.mod", "go.sum"):
+        digest.update(name.encode())
+        digest.update((module_dir / name).read_bytes())
+    digest.update(repr(build).encode())
+    return digest.hexdigest()[:12]
+
+
 def version_ldflags(build_date: str) -> list[str]:
     major, minor, _ = KUBERNETES_VERSION.removeprefix("v").split(".", 2)
     values = {
@@ -206,6 +217,38 @@ def build_once(
     partial.rename(directory)
     print(f"built {what} in {seconds} s", flush=True)
     return directory
+
+
+def build_tools_module(
+    module_dir: Path,
+    directory_for: Callable[[str], Path],
+    packages: Sequence[str],
+    *,
+    output: str,
+    flags: Sequence[str],
+    what: str,
+    manifest: Mapping[str, object],
+    parallel_jobs: int = 2,
+) -> Path:
+    """``go build`` of ``packages`` from a pinned tools module (``tests/lab/tools/*``) into
+    ``directory_for(go version)/output`` (``output`` ending in ``/``: one binary per package),
+    once (``build_once``); returns the directory."""
+    go = find_go()
+    version = go_version(go, module_dir)
+
+    def run(partial: Path) -> None:
+        go_build(
+            go,
+            f"{partial}/{output}",
+            packages,
+            cwd=module_dir,
+            flags=flags,
+            parallel_jobs=parallel_jobs,
+        )
+
+    return build_once(
+        directory_for(version), f"{what} with {version}", run, {"go": version, **manifest}
+    )
 
 
 def main() -> int:

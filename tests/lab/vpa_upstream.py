@@ -21,13 +21,11 @@ the tools module's go.mod/go.sum, the build flags and the Go version, so anythin
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.lab.build import TOOLS_DIR, build_once, cache_root, go_build, go_version
+from tests.lab.build import TOOLS_DIR, build_tools_module, cache_root, module_cache_key
 from tests.lab.process import Component, ProcessGroup
-from tests.lab.toolchain import find_go
 
 VPA_VERSION = "v1.8.1"
 MODULE = "k8s.io/autoscaler/vertical-pod-autoscaler"
@@ -48,12 +46,7 @@ def packages() -> list[str]:
 
 def cache_key(go_version_text: str, module_dir: Path = MODULE_DIR) -> str:
     """Hash of the Go version, the pins (go.mod, go.sum), the packages and the build flags."""
-    digest = hashlib.sha256(go_version_text.encode())
-    for name in ("go.mod", "go.sum"):
-        digest.update(name.encode())
-        digest.update((module_dir / name).read_bytes())
-    digest.update(repr((COMPONENTS, BUILD_FLAGS)).encode())
-    return digest.hexdigest()[:12]
+    return module_cache_key(go_version_text, module_dir, (COMPONENTS, BUILD_FLAGS))
 
 
 def bin_dir_for(key: str) -> Path:
@@ -63,24 +56,15 @@ def bin_dir_for(key: str) -> Path:
 def build(*, parallel_jobs: int = 2) -> Path:
     """Build the three binaries unless the cache has them; returns the cache directory
     (``tests.lab.build.build_once``: an interrupted build never looks complete)."""
-    go = find_go()
-    version = go_version(go, MODULE_DIR)
-
-    def run(partial: Path) -> None:
-        go_build(
-            go,
-            f"{partial}/",
-            packages(),
-            cwd=MODULE_DIR,
-            flags=BUILD_FLAGS,
-            parallel_jobs=parallel_jobs,
-        )
-
-    return build_once(
-        bin_dir_for(cache_key(version)),
-        f"upstream VPA {VPA_VERSION} ({', '.join(COMPONENTS)}) with {version}",
-        run,
-        {"go": version, "vpa": VPA_VERSION},
+    return build_tools_module(
+        MODULE_DIR,
+        lambda go_version_text: bin_dir_for(cache_key(go_version_text)),
+        packages(),
+        output="",
+        flags=BUILD_FLAGS,
+        what=f"upstream VPA {VPA_VERSION} ({', '.join(COMPONENTS)})",
+        manifest={"vpa": VPA_VERSION},
+        parallel_jobs=parallel_jobs,
     )
 
 

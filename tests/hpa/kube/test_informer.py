@@ -314,3 +314,38 @@ def test_a_namespace_version_changes_with_every_put_and_delete_in_that_namespace
     assert store.namespace_version("a") == after_update, "deleting nothing changes nothing"
     store.delete("a/p")
     assert store.namespace_version("a") not in (0, after_add, after_update)
+
+
+async def test_a_silent_watch_is_taken_for_a_dead_connection_and_reopened(
+    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+) -> None:
+    """A half-open connection: the watch stays open and nothing arrives, not even a bookmark.
+    The informer gives up on it after the idle bound and resumes from its resourceVersion (no
+    relist), so a change made afterwards is seen."""
+    apiserver.put_object("/api/v1", "pods", pod("p0"))
+    informer = Informer(
+        kube,
+        PODS,
+        parse=parse_pod,
+        clock=clock,
+        settings=InformerSettings(watch_idle_timeout_seconds=0.3),
+        rng=random.Random(5),
+    )
+    recorder = Recorder()
+    informer.add_handler(recorder.handler())
+    task = asyncio.create_task(informer.run(), name="informer:pods")
+
+    try:
+        async with asyncio.timeout(5):
+            await informer.wait_synced()
+        # the first watch went silent and was reopened (the fake server only notices the first
+        # one is gone when it next writes to it)
+        await apiserver.wait_for_watches(2)
+        assert sum(1 for r in apiserver.requests if r.query.get("watch") == "true") == 2
+        apiserver.put_object("/api/v1", "pods", pod("p1"))
+        await recorder.wait_for(lambda calls: ("add", "p1") in calls)
+        assert informer.list_count == 1, "a reopened watch resumes, it does not relist"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task

@@ -30,20 +30,24 @@ class FakeLeaseStore:
         self.record: LeaseRecord | None = None
         self.version = 0
         self.down = False
+        self.hung = False
+        """Every request waits forever: a half-open connection, no answer and no error."""
         self.updates: list[LeaseRecord] = []
 
-    def _fail_if_down(self) -> None:
+    async def _fail_if_down(self) -> None:
+        if self.hung:
+            await asyncio.Event().wait()
         if self.down:
             raise ServerError(
                 ApiStatus(code=503, reason="ServiceUnavailable", message="etcd unavailable")
             )
 
     async def get(self) -> LeaseRecord | None:
-        self._fail_if_down()
+        await self._fail_if_down()
         return self.record
 
     async def create(self, record: LeaseRecord) -> LeaseRecord:
-        self._fail_if_down()
+        await self._fail_if_down()
         if self.record is not None:
             raise AlreadyExistsError(
                 ApiStatus(code=409, reason="AlreadyExists", message="lease exists")
@@ -51,7 +55,7 @@ class FakeLeaseStore:
         return self._store(record)
 
     async def update(self, record: LeaseRecord) -> LeaseRecord:
-        self._fail_if_down()
+        await self._fail_if_down()
         assert self.record is not None
         if record.resource_version != self.record.resource_version:
             raise ConflictError(
@@ -160,6 +164,43 @@ async def test_a_leader_that_cannot_renew_stops_writing_and_stops_leading() -> N
     await task  # run returns once leadership is lost
     assert stopped == ["a"]
     assert not a.leading.is_set()
+
+
+async def test_a_leader_whose_renewal_hangs_stops_leading_at_the_renew_deadline() -> None:
+    """A renewal on a half-open connection never answers: the leader gives it up at the renew
+    deadline (as client-go's renew context does) and stops leading then, not whenever the
+    request's own timeout would fire."""
+    store, clock = FakeLeaseStore(), FakeClock()
+    stopped: list[float] = []
+    a = LeaderElector(
+        store,
+        LeaderElectionSettings(identity="a"),
+        clock=clock,
+        on_stopped_leading=lambda: stopped.append(clock.monotonic()),
+    )
+    task = asyncio.create_task(a.run())
+    await clock.settle()
+    store.hung = True
+    started = clock.monotonic()
+    await clock.advance(2 + 10)  # the next renewal starts at 2 s; its deadline is 10 s later
+    assert task.done()
+    await task
+    assert stopped == [started + 12]
+    assert not a.leading.is_set()
+
+
+async def test_an_acquisition_that_hangs_is_given_up_and_retried() -> None:
+    store, clock = FakeLeaseStore(), FakeClock()
+    store.hung = True
+    a = elector(store, clock, "a")
+    task = asyncio.create_task(a.run())
+    await clock.advance(10)  # the first try is abandoned at the renew deadline
+    store.hung = False
+    await clock.advance(2 * 2.2)  # the next jittered retry answers
+    assert a.is_leader()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 async def test_release_on_cancel_hands_over_within_one_retry_period() -> None:
