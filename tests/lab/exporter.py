@@ -92,6 +92,7 @@ def pod_state_from_json(pod: Mapping[str, Any]) -> PodState:
         ready=ready,
         deleting=metadata.get("deletionTimestamp") is not None,
         uid=metadata.get("uid", ""),
+        node=spec.get("nodeName") or "",
     )
 
 
@@ -299,7 +300,7 @@ class WorkloadCollector:
 
     @staticmethod
     def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily, CounterMetricFamily]:
-        container_labels = ["namespace", "pod", "container"]
+        container_labels = ["namespace", "pod", "container", "node"]
         return (
             CounterMetricFamily(
                 "container_cpu_usage_seconds",
@@ -336,13 +337,12 @@ class WorkloadCollector:
                 continue  # a pod selected by two workloads is exported once (the first)
             exported.add((sample.namespace, sample.pod))
             first, *others = sample.containers
-            cpu.add_metric([sample.namespace, sample.pod, first], float(sample.cpu_usage_seconds))
-            memory.add_metric(
-                [sample.namespace, sample.pod, first], sample.memory_working_set_bytes
-            )
+            where = [sample.namespace, sample.pod]
+            cpu.add_metric([*where, first, sample.node], float(sample.cpu_usage_seconds))
+            memory.add_metric([*where, first, sample.node], sample.memory_working_set_bytes)
             for container in others:
-                cpu.add_metric([sample.namespace, sample.pod, container], 0.0)
-                memory.add_metric([sample.namespace, sample.pod, container], 0)
+                cpu.add_metric([*where, container, sample.node], 0.0)
+                memory.add_metric([*where, container, sample.node], 0)
             requests.add_metric([sample.namespace, sample.pod], float(sample.http_requests))
         offered = self._offered_family()
         for profile in self._model.profiles():

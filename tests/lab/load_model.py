@@ -112,6 +112,8 @@ class PodState:
     ready: bool = True
     deleting: bool = False
     uid: str = ""
+    node: str = ""
+    """`spec.nodeName`: the node the pod is bound to ("" while unscheduled)."""
 
     @property
     def running(self) -> bool:
@@ -172,6 +174,7 @@ class PodSample:
     pod: str
     workload: WorkloadKey
     containers: tuple[str, ...]
+    node: str
     serving: bool
     load_share_rps: Fraction
     cpu_usage_seconds: Fraction
@@ -336,6 +339,7 @@ class LoadModel:
                         pod=name,
                         workload=key,
                         containers=pod.state.containers,
+                        node=pod.state.node,
                         serving=pod.state.serving,
                         load_share_rps=share_rps,
                         cpu_usage_seconds=pod.cpu_usage_seconds,

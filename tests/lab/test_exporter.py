@@ -27,6 +27,7 @@ from tests.lab.prometheus import PrometheusServer
 
 T = TypeVar("T")
 NS = "shop"
+NODE = "kwok-node-1"
 LABELS = {"app": "web"}
 PROFILE = WorkloadProfile(
     namespace=NS,
@@ -55,6 +56,7 @@ def pod(name: str, *, ready: bool = True, phase: str = "Running", app: str = "we
         containers=("app", "sidecar"),
         phase=phase,
         ready=ready,
+        node=NODE,
     )
 
 
@@ -119,19 +121,19 @@ async def test_metrics_hold_cadvisor_style_series_for_the_running_pods(
     memory = "container_memory_working_set_bytes"
     assert metrics == {
         # 15 rps each for a and b: 0.1 core + 15 * 20 ms, for 10 s.
-        series(cpu, namespace=NS, pod="a", container="app"): 4.0,
-        series(cpu, namespace=NS, pod="a", container="sidecar"): 0.0,
-        series(cpu, namespace=NS, pod="b", container="app"): 4.0,
-        series(cpu, namespace=NS, pod="b", container="sidecar"): 0.0,
+        series(cpu, namespace=NS, pod="a", container="app", node=NODE): 4.0,
+        series(cpu, namespace=NS, pod="a", container="sidecar", node=NODE): 0.0,
+        series(cpu, namespace=NS, pod="b", container="app", node=NODE): 4.0,
+        series(cpu, namespace=NS, pod="b", container="sidecar", node=NODE): 0.0,
         # c is Running but not Ready: base CPU only, no requests.
-        series(cpu, namespace=NS, pod="c", container="app"): 1.0,
-        series(cpu, namespace=NS, pod="c", container="sidecar"): 0.0,
-        series(memory, namespace=NS, pod="a", container="app"): 65_000_000,
-        series(memory, namespace=NS, pod="a", container="sidecar"): 0,
-        series(memory, namespace=NS, pod="b", container="app"): 65_000_000,
-        series(memory, namespace=NS, pod="b", container="sidecar"): 0,
-        series(memory, namespace=NS, pod="c", container="app"): 50_000_000,
-        series(memory, namespace=NS, pod="c", container="sidecar"): 0,
+        series(cpu, namespace=NS, pod="c", container="app", node=NODE): 1.0,
+        series(cpu, namespace=NS, pod="c", container="sidecar", node=NODE): 0.0,
+        series(memory, namespace=NS, pod="a", container="app", node=NODE): 65_000_000,
+        series(memory, namespace=NS, pod="a", container="sidecar", node=NODE): 0,
+        series(memory, namespace=NS, pod="b", container="app", node=NODE): 65_000_000,
+        series(memory, namespace=NS, pod="b", container="sidecar", node=NODE): 0,
+        series(memory, namespace=NS, pod="c", container="app", node=NODE): 50_000_000,
+        series(memory, namespace=NS, pod="c", container="sidecar", node=NODE): 0,
         series("http_requests_total", namespace=NS, pod="a"): 150,
         series("http_requests_total", namespace=NS, pod="b"): 150,
         series("http_requests_total", namespace=NS, pod="c"): 0,
@@ -268,7 +270,7 @@ def api_pod(
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     return {
         "metadata": metadata,
-        "spec": {"containers": [{"name": "app"}, {"name": "proxy"}]},
+        "spec": {"containers": [{"name": "app"}, {"name": "proxy"}], "nodeName": NODE},
         "status": {
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
@@ -285,6 +287,7 @@ def test_pod_state_follows_phase_ready_condition_and_deletion() -> None:
     assert not terminating.serving
     assert terminating.containers == ("app", "proxy")
     assert terminating.uid == "uid-a"
+    assert terminating.node == NODE
 
 
 class FakePodApi:
