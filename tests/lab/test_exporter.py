@@ -4,6 +4,7 @@ fake API server), the child process, and a real Prometheus scraping it at 1 s.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -157,6 +158,36 @@ async def test_a_removed_pod_disappears_from_metrics_and_its_load_moves() -> Non
     }
     assert requests == {(("namespace", NS), ("pod", "a")): 10 + 20}
     assert not [labels for (_, labels) in metrics if ("pod", "b") in labels]
+
+
+async def test_a_cpu_gauge_workload_also_exports_its_cpu_usage_now() -> None:
+    clock = ManualClock()
+    source = InMemoryPodSource([pod("a"), pod("b", ready=False), pod("c", phase="Pending")])
+    async with WorkloadExporter(pod_source=source, clock=clock) as exporter:
+        exporter.add_workload(dataclasses.replace(PROFILE, cpu_gauge=True), rps=30)
+        await asyncio.sleep(0)
+        clock.now_seconds += 10
+        metrics = parse_metrics(exporter.metrics_text())
+
+    gauge = {
+        dict(labels)["pod"]: value
+        for (name, labels), value in metrics.items()
+        if name == "lab_container_cpu_usage_cores"
+    }
+    # a serves all 30 rps: 0.1 core + 30 * 20 ms; b is Running, not Ready: 0.1; c is not Running.
+    assert gauge == {"a": 0.7, "b": 0.1}
+    assert (
+        series("lab_container_cpu_usage_cores", namespace=NS, pod="a", container="app", node=NODE)
+        in metrics
+    )
+
+
+async def test_the_cpu_gauge_is_not_exported_without_the_profile_switch() -> None:
+    clock = ManualClock()
+    async with WorkloadExporter(pod_source=InMemoryPodSource([pod("a")]), clock=clock) as exporter:
+        exporter.add_workload(PROFILE, rps=30)
+        await asyncio.sleep(0)
+        assert "lab_container_cpu_usage_cores" not in exporter.metrics_text()
 
 
 # ---------------------------------------------------------------- control endpoint
