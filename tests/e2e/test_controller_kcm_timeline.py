@@ -47,6 +47,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller_lab import (
+    ADAPTER_API_VERSIONS,
     ApiReader,
     ObjectWatch,
     component_log,
@@ -61,7 +62,6 @@ from tests.e2e.controller_lab import (
     report,
     start_adapter,
     start_controller,
-    stop_adapter,
 )
 from tests.lab.controlplane import ControlPlaneConfig
 from tests.lab.lab import Lab, LabConfig
@@ -300,12 +300,22 @@ class Side:
 
 
 def _prepare(lab: Lab, work: Path, label: str, *, ours: bool) -> Side:
+    """Workloads first (their pods get Ready while the adapter starts), then the adapter."""
     for scenario in SCENARIOS:
-        lab.kubectl("create", "namespace", scenario.namespace)
-    adapter = start_adapter(lab, work, rules=RULES, relist_interval="2s")
-    reader = ApiReader(lab)
-    hpas = ObjectWatch(reader, "/apis/autoscaling/v2/horizontalpodautoscalers").start()
-    deployments = ObjectWatch(reader, "/apis/apps/v1/deployments").start()
+        profile = WorkloadProfile(
+            scenario.namespace,
+            scenario.workload,
+            {"app": scenario.workload, "metered": "yes"},
+            cpu_per_request_milli=10,
+            base_cpu_milli=10,
+            cpu_gauge=True,
+        )
+        lab.add_workload(profile, rps=scenario.initial_rps)
+    namespaces = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s.namespace}}
+        for s in SCENARIOS
+    ]
+    lab.apply(namespaces + [item for s in SCENARIOS for item in manifests(s)])
     controller = None
     if ours:
         controller = start_controller(
@@ -317,28 +327,33 @@ def _prepare(lab: Lab, work: Path, label: str, *, ours: bool) -> Side:
                 "--leader-elect=false",
             ],
         )
-    for scenario in SCENARIOS:
-        profile = WorkloadProfile(
-            scenario.namespace,
-            scenario.workload,
-            {"app": scenario.workload, "metered": "yes"},
-            cpu_per_request_milli=10,
-            base_cpu_milli=10,
-            cpu_gauge=True,
-        )
-        lab.add_workload(profile, rps=scenario.initial_rps)
-        lab.apply(manifests(scenario))
+    reader = ApiReader(lab)
+    hpas = ObjectWatch(reader, "/apis/autoscaling/v2/horizontalpodautoscalers").start()
+    deployments = ObjectWatch(reader, "/apis/apps/v1/deployments").start()
+    adapter = start_adapter(lab, work, rules=RULES, relist_interval="2s")
     return Side(label, lab, adapter, hpas, deployments, controller)
 
 
 def _teardown(side: Side) -> None:
-    """The session lab's part: the upstream lab goes away as a whole."""
+    """The session lab's part (the upstream lab goes away as a whole), its steps at once."""
     side.hpas.stop()
     side.deployments.stop()
-    if side.controller is not None and side.controller.name in side.lab.group.components:
-        side.lab.group.end(side.controller.name)
-    stop_adapter(side.lab, side.adapter)
-    side.lab.kubectl("delete", "namespace", *(s.namespace for s in SCENARIOS), "--wait=false")
+    processes = side.lab.group
+    ending = [
+        c.name for c in (side.controller, side.adapter) if c and c.name in processes.components
+    ]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        deleted = pool.submit(
+            side.lab.kubectl,
+            "delete",
+            *(f"apiservice/{version}.{group}" for group, version in ADAPTER_API_VERSIONS),
+            *(f"namespace/{s.namespace}" for s in SCENARIOS),
+            "--wait=false",
+            "--ignore-not-found",
+        )
+        for ended in [pool.submit(processes.end, name) for name in ending]:
+            ended.result()
+        deleted.result()
 
 
 class UpstreamLab:
@@ -357,12 +372,13 @@ class UpstreamLab:
 
     def _run(self) -> None:
         config = LabConfig(
+            aggregation_test_server=False,
             control_plane=ControlPlaneConfig(
                 node_count=1,
                 hpa_controller_enabled=True,
                 hpa_sync_period_seconds=SYNC_SECONDS,
                 hpa_controller_flags=HPA_FLAGS,
-            )
+            ),
         )
         try:
             with Lab(config) as lab:
@@ -391,8 +407,15 @@ class UpstreamLab:
         self._thread.join(timeout=60)
 
 
+@dataclass
+class Pair:
+    upstream: Side
+    ours: Side
+    upstream_lab: UpstreamLab
+
+
 @pytest.fixture(scope="module")
-def sides(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+def pair(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     with contextlib.ExitStack() as stack:
         upstream_lab = UpstreamLab(tmp_path_factory.mktemp("kcm-upstream"))
         stack.callback(upstream_lab.join)
@@ -400,7 +423,7 @@ def sides(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         ours = _prepare(lab, tmp_path_factory.mktemp("kcm-ours"), "ours", ours=True)
         stack.callback(_teardown, ours)
         stack.callback(upstream_lab.release)  # first: the upstream lab stops meanwhile
-        yield upstream_lab.side(), ours
+        yield Pair(upstream_lab.side(), ours, upstream_lab)
 
 
 def _play(side: Side, scenario: Scenario, start: threading.Barrier) -> float:
@@ -432,9 +455,10 @@ def _done(sides: tuple[Side, Side], began: dict[str, float]) -> bool:
 
 
 def test_timelines_match_kube_controller_manager(
-    sides: tuple[Side, Side], capsys: pytest.CaptureFixture[str]
+    pair: Pair, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    upstream, ours = sides
+    upstream, ours = pair.upstream, pair.ours
+    sides = (upstream, ours)
     entered = time.monotonic()
     for side in sides:
         for scenario in SCENARIOS:
@@ -498,7 +522,9 @@ def test_timelines_match_kube_controller_manager(
         desired = {side.label: side.desired(scenario, began[side.label]) for side in sides}
         if desired[upstream.label] != desired[ours.label]:
             problems.append(f"{scenario.name}: desiredReplicas {desired}")
-    assert not problems, "\n".join(problems) + f"\n{upstream.failure()}\n{ours.failure()}"
+    failures = f"\n{upstream.failure()}\n{ours.failure()}" if problems else ""
+    pair.upstream_lab.release()  # everything is recorded: the upstream lab stops meanwhile
+    assert not problems, "\n".join(problems) + failures
 
 
 def _millis(text: str) -> int:
@@ -510,11 +536,11 @@ def _top(lab: Lab, *args: str) -> dict[str, list[str]]:
     return {fields[0]: fields[1:] for fields in (line.split() for line in lines)}
 
 
-def test_kubectl_top_pods_and_nodes_read_our_adapter(sides: tuple[Side, Side]) -> None:
+def test_kubectl_top_pods_and_nodes_read_our_adapter(pair: Pair) -> None:
     """``kubectl top`` against ``hpa adapter``'s metrics.k8s.io in the session lab: every
     exported pod with its CPU, and each node with the sum of its pods' CPU (the series' ``node``
     label); the unmetered pod is absent, as under metrics-server a pod without samples is."""
-    lab = sides[1].lab
+    lab = pair.ours.lab
     node_cpu: dict[str, int] = {}
     pods_on: dict[str, int] = {}
     for scenario in SCENARIOS:
@@ -529,8 +555,8 @@ def test_kubectl_top_pods_and_nodes_read_our_adapter(sides: tuple[Side, Side]) -
             node_cpu[node_of[name]] = node_cpu.get(node_of[name], 0) + _millis(cpu)
             pods_on[node_of[name]] = pods_on.get(node_of[name], 0) + 1
     top_nodes = _top(lab, "nodes")
-    for node, cpu in node_cpu.items():
+    for node, pods_cpu in node_cpu.items():
         assert node in top_nodes, top_nodes
         # kubectl rounds each pod's figure and the node's to whole millicores
-        assert abs(_millis(top_nodes[node][0]) - cpu) <= pods_on[node], (top_nodes, node_cpu)
+        assert abs(_millis(top_nodes[node][0]) - pods_cpu) <= pods_on[node], (top_nodes, node_cpu)
         assert top_nodes[node][2].endswith("Mi"), top_nodes
