@@ -295,6 +295,16 @@ class Side:
             previous_step, previous_at = step, at
         return result
 
+    def conditions(self, scenario: Scenario, began: float) -> set[str]:
+        """Every ``type=status/reason`` the HPA's conditions took after ``began`` (a set: which
+        version carries which depends on where the syncs fall between the steps)."""
+        return {
+            f"{c['type']}={c['status']}/{c.get('reason', '')}"
+            for seen in self.hpas.seen(scenario.workload)
+            if seen.at_seconds >= began
+            for c in (seen.object.get("status") or {}).get("conditions") or ()
+        }
+
     def desired(self, scenario: Scenario, began: float) -> list[int]:
         return [v for at, v in desired_steps(self.hpas, scenario.workload) if at >= began]
 
@@ -519,6 +529,9 @@ def test_timelines_match_kube_controller_manager(
                     f"{scenario.name}: {value} after step {step}, {gap_ours} s after the previous "
                     f"event here and {gap_kcm} s under kcm (more than one {SYNC_SECONDS:g} s sync)"
                 )
+        conditions = {side.label: side.conditions(scenario, began[side.label]) for side in sides}
+        if conditions[upstream.label] != conditions[ours.label]:
+            problems.append(f"{scenario.name}: conditions {conditions}")
         desired = {side.label: side.desired(scenario, began[side.label]) for side in sides}
         if desired[upstream.label] != desired[ours.label]:
             problems.append(f"{scenario.name}: desiredReplicas {desired}")
