@@ -50,6 +50,7 @@ from tests.e2e.controller_lab import (
     ADAPTER_API_VERSIONS,
     ApiReader,
     ObjectWatch,
+    adapter_rules,
     component_log,
     condition,
     cpu_utilization_metric,
@@ -75,34 +76,7 @@ HPA_FLAGS = (
     "--horizontal-pod-autoscaler-cpu-initialization-period=30s",
     "--horizontal-pod-autoscaler-initial-readiness-delay=10s",
 )
-RULES = """
-externalRules:
-- seriesQuery: 'lab_workload_offered_load_rps{namespace!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (workload)'
-resourceRules:
-  cpu:
-    containerQuery: 'sum(lab_container_cpu_usage_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(lab_container_cpu_usage_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  memory:
-    containerQuery: 'sum(container_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(container_memory_working_set_bytes{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources:
-      overrides:
-        namespace: {resource: namespace}
-        pod: {resource: pod}
-        node: {resource: node}
-    containerLabel: container
-  window: 3s
-"""
+RULES = adapter_rules(window_seconds=3, cpu_gauge=True)
 LATENCY_SECONDS = 0.5
 """Allowance for a write's arrival through a watch on a loaded machine, on top of one sync."""
 TRACE_TIMEOUT_SECONDS = 26.0
