@@ -22,9 +22,10 @@ Scenarios (each in its own namespace, all concurrently):
 
 For each scenario the test compares, between the two controllers, the Deployment's replicas over
 time: every change's value, the load step it follows, and its delay within one sync period (plus
-0.5 s for a write to arrive through the watch): the first change after a step from the moment the
-step's load became visible in the lab's Prometheus, each later one from the previous change (so a
-stabilization window or a policy period shows as such, whatever each controller's sync phase).
+0.5 s for a write to arrive through the watch): the first change after a step from the scrape
+that brought the step's load into the lab's Prometheus, each later one from the previous change
+(so a stabilization window or a policy period shows as such, whatever each controller's sync
+phase).
 It also checks each side against the expected sequence, so both controllers are seen to exercise
 what the scenario names.
 
@@ -215,6 +216,14 @@ def manifests(scenario: Scenario) -> list[dict[str, Any]]:
     return objects
 
 
+@dataclass(frozen=True)
+class Step:
+    set_at: float
+    """When the test set the load (a change before it cannot follow this step)."""
+    scraped_at: float
+    """When the scrape that brought the new load into Prometheus happened."""
+
+
 @dataclass
 class Side:
     label: str
@@ -223,8 +232,8 @@ class Side:
     hpas: ObjectWatch
     deployments: ObjectWatch
     controller: Component | None
-    visible: dict[str, list[float]] = field(default_factory=dict)
-    """Per scenario: when each trace step's load became visible in this lab's Prometheus."""
+    steps: dict[str, list[Step]] = field(default_factory=dict)
+    """Per scenario: each trace step's times (monotonic)."""
 
     def failure(self) -> str:
         log = component_log(self.controller) if self.controller else "(kube-controller-manager)"
@@ -259,12 +268,12 @@ class Side:
         becoming visible for the first change after a step, and the previous change otherwise:
         so each gap is one decision's delay (a sync phase, a window, a policy period), and the
         two controllers' sync phases do not add up along the timeline."""
-        visible = self.visible[scenario.name]
+        steps = self.steps[scenario.name]
         result: list[tuple[int, float, int]] = []
         previous_step, previous_at = -1, began
         for at, value in self.changes(scenario, began):
-            step = max((i for i, seen in enumerate(visible) if seen <= at), default=-1)
-            since = previous_at if step == previous_step else visible[step]
+            step = max((i for i, one in enumerate(steps) if one.set_at <= at), default=-1)
+            since = previous_at if step == previous_step else steps[step].scraped_at
             result.append((step, round(at - since, 1), value))
             previous_step, previous_at = step, at
         return result
@@ -411,22 +420,27 @@ def pair(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
 
 
 def _play(side: Side, scenario: Scenario, start: threading.Barrier) -> float:
-    """Play the scenario's steps in one lab, recording when each became visible in its
-    Prometheus; returns the monotonic time of the start."""
+    """Play the scenario's steps in one lab, recording when each was set and when the scrape
+    that brought it into the lab's Prometheus happened (its sample's timestamp, on the monotonic
+    clock); returns the monotonic time of the start."""
     start.wait(timeout=30)
     began = time.monotonic()
-    query = f'lab_workload_offered_load_rps{{namespace="{scenario.namespace}"}}'
-    visible = side.visible[scenario.name] = []
+    series = f'lab_workload_offered_load_rps{{namespace="{scenario.namespace}"}}'
+    steps = side.steps[scenario.name] = []
     for offset, rps in scenario.steps:
         while time.monotonic() < began + offset:
             time.sleep(0.02)
+        set_at = time.monotonic()
         side.lab.set_load(scenario.namespace, scenario.workload, rps)
         deadline = time.monotonic() + 10
-        while not any(abs(s.value - rps) < 1e-9 for s in side.lab.prometheus.query(query)):
+        while True:
+            if any(abs(s.value - rps) < 1e-9 for s in side.lab.prometheus.query(series)):
+                break
             if time.monotonic() > deadline:
-                raise AssertionError(f"{side.label}: {query} never showed {rps}")
-            time.sleep(0.05)
-        visible.append(time.monotonic())
+                raise AssertionError(f"{side.label}: {series} never showed {rps}")
+            time.sleep(0.02)
+        scraped = side.lab.prometheus.query(f"timestamp({series})")[0].value
+        steps.append(Step(set_at, time.monotonic() - (time.time() - scraped)))
     return began
 
 
@@ -483,7 +497,7 @@ def test_timelines_match_kube_controller_manager(
         timelines = {side.label: side.timeline(scenario, began[side.label]) for side in sides}
         report(
             capsys,
-            f"{scenario.name}: (load step, s since the step's metric or the previous change, "
+            f"{scenario.name}: (load step, s since the step's scrape or the previous change, "
             "replicas) "
             + "; ".join(f"{label} {timeline}" for label, timeline in timelines.items()),
         )
