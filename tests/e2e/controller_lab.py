@@ -58,11 +58,19 @@ ADAPTER_TIMEOUT_SECONDS = 120.0
 HPA_BINARY = Path(sys.executable).parent / "hpa"
 
 
-def adapter_rules(*, window_seconds: int) -> str:
+def adapter_rules(*, window_seconds: int, cpu_gauge: bool = False) -> str:
     """prometheus-adapter rules over the exporter's series: ``pods/http_requests_per_second``
     (a rate), the external gauge ``lab_workload_offered_load_rps`` summed by workload, and CPU and
-    memory for metrics.k8s.io; every rate and the resource window span ``window_seconds``."""
+    memory for metrics.k8s.io; every rate and the resource window span ``window_seconds``. With
+    ``cpu_gauge`` the CPU is the exporter's ``lab_container_cpu_usage_cores`` (workloads added
+    with ``cpu_gauge``) instead of a rate of the counter: a load step is then one metric step."""
     window = f"{window_seconds}s"
+    cpu = (
+        "sum(lab_container_cpu_usage_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+        if cpu_gauge
+        else f"sum(rate(container_cpu_usage_seconds_total{{<<.LabelMatchers>>}}[{window}])) "
+        "by (<<.GroupBy>>)"
+    )
     return f"""
 rules:
 - seriesQuery: 'http_requests_total{{namespace!="",pod!=""}}'
@@ -81,9 +89,9 @@ externalRules:
 resourceRules:
   cpu:
     containerQuery: >-
-      sum(rate(container_cpu_usage_seconds_total{{<<.LabelMatchers>>}}[{window}])) by (<<.GroupBy>>)
+      {cpu}
     nodeQuery: >-
-      sum(rate(container_cpu_usage_seconds_total{{<<.LabelMatchers>>}}[{window}])) by (<<.GroupBy>>)
+      {cpu}
     resources:
       overrides:
         namespace: {{resource: namespace}}

@@ -92,6 +92,7 @@ def pod_state_from_json(pod: Mapping[str, Any]) -> PodState:
         ready=ready,
         deleting=metadata.get("deletionTimestamp") is not None,
         uid=metadata.get("uid", ""),
+        node=spec.get("nodeName") or "",
     )
 
 
@@ -299,7 +300,7 @@ class WorkloadCollector:
 
     @staticmethod
     def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily, CounterMetricFamily]:
-        container_labels = ["namespace", "pod", "container"]
+        container_labels = ["namespace", "pod", "container", "node"]
         return (
             CounterMetricFamily(
                 "container_cpu_usage_seconds",
@@ -317,6 +318,14 @@ class WorkloadCollector:
         )
 
     @staticmethod
+    def _cpu_gauge_family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "lab_container_cpu_usage_cores",
+            "CPU usage now in cores (workloads with cpu_gauge only; not a cAdvisor series).",
+            labels=["namespace", "pod", "container", "node"],
+        )
+
+    @staticmethod
     def _offered_family() -> GaugeMetricFamily:
         return GaugeMetricFamily(
             "lab_workload_offered_load_rps",
@@ -326,29 +335,35 @@ class WorkloadCollector:
 
     def describe(self) -> Iterator[Metric]:
         yield from self._families()
+        yield self._cpu_gauge_family()
         yield self._offered_family()
 
     def collect(self) -> Iterator[Metric]:
         cpu, memory, requests = self._families()
+        cpu_now = self._cpu_gauge_family()
+        gauged = {profile.key for profile in self._model.profiles() if profile.cpu_gauge}
         exported: set[tuple[str, str]] = set()
         for sample in self._model.sample():
             if (sample.namespace, sample.pod) in exported:
                 continue  # a pod selected by two workloads is exported once (the first)
             exported.add((sample.namespace, sample.pod))
             first, *others = sample.containers
-            cpu.add_metric([sample.namespace, sample.pod, first], float(sample.cpu_usage_seconds))
-            memory.add_metric(
-                [sample.namespace, sample.pod, first], sample.memory_working_set_bytes
-            )
+            where = [sample.namespace, sample.pod]
+            cpu.add_metric([*where, first, sample.node], float(sample.cpu_usage_seconds))
+            memory.add_metric([*where, first, sample.node], sample.memory_working_set_bytes)
             for container in others:
-                cpu.add_metric([sample.namespace, sample.pod, container], 0.0)
-                memory.add_metric([sample.namespace, sample.pod, container], 0)
+                cpu.add_metric([*where, container, sample.node], 0.0)
+                memory.add_metric([*where, container, sample.node], 0)
+            if sample.workload in gauged:
+                cpu_now.add_metric([*where, first, sample.node], float(sample.cpu_usage_cores))
             requests.add_metric([sample.namespace, sample.pod], float(sample.http_requests))
         offered = self._offered_family()
         for profile in self._model.profiles():
             rps = self._model.load(profile.namespace, profile.workload)
             offered.add_metric([profile.namespace, profile.workload], float(rps))
         yield from (cpu, memory, requests, offered)
+        if gauged:
+            yield cpu_now
 
 
 class StaticSeries(BaseModel):
@@ -414,6 +429,7 @@ class WorkloadRequest(BaseModel):
     base_cpu_milli: int = Field(default=10, ge=0)
     base_memory_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     memory_per_rps_bytes: int = Field(default=1024 * 1024, ge=0)
+    cpu_gauge: bool = False
     rps: Decimal = Field(default=Decimal(0), ge=0)
 
     def profile(self) -> WorkloadProfile:
@@ -425,6 +441,7 @@ class WorkloadRequest(BaseModel):
             base_cpu_milli=self.base_cpu_milli,
             base_memory_bytes=self.base_memory_bytes,
             memory_per_rps_bytes=self.memory_per_rps_bytes,
+            cpu_gauge=self.cpu_gauge,
         )
 
 
@@ -438,6 +455,7 @@ def profile_json(profile: WorkloadProfile, *, rps: RpsValue = 0) -> dict[str, An
         "base_cpu_milli": profile.base_cpu_milli,
         "base_memory_bytes": profile.base_memory_bytes,
         "memory_per_rps_bytes": profile.memory_per_rps_bytes,
+        "cpu_gauge": profile.cpu_gauge,
         "rps": float(to_fraction(rps)),
     }
 

@@ -67,6 +67,9 @@ class WorkloadProfile:
     base_cpu_milli: CPU a Running pod burns without load, in millicores.
     base_memory_bytes: working set of a Running pod without load.
     memory_per_rps_bytes: extra working set per request/s of the pod's share of the load.
+    cpu_gauge: also export the pods' CPU usage now (cores) as the gauge
+        `lab_container_cpu_usage_cores`: a step of load is then one step of the series, where a
+        rate of the counter shows a partial value for one scrape (side-by-side timelines).
     """
 
     namespace: str
@@ -76,6 +79,7 @@ class WorkloadProfile:
     base_cpu_milli: int = 10
     base_memory_bytes: int = 64 * 1024 * 1024
     memory_per_rps_bytes: int = 1024 * 1024
+    cpu_gauge: bool = False
 
     def __post_init__(self) -> None:
         if not self.selector:
@@ -112,6 +116,8 @@ class PodState:
     ready: bool = True
     deleting: bool = False
     uid: str = ""
+    node: str = ""
+    """`spec.nodeName`: the node the pod is bound to ("" while unscheduled)."""
 
     @property
     def running(self) -> bool:
@@ -172,9 +178,12 @@ class PodSample:
     pod: str
     workload: WorkloadKey
     containers: tuple[str, ...]
+    node: str
     serving: bool
     load_share_rps: Fraction
     cpu_usage_seconds: Fraction
+    cpu_usage_cores: Fraction
+    """The counter's derivative now: `(base_cpu_milli + share * cpu_per_request_milli) / 1000`."""
     memory_working_set_bytes: int
     http_requests: Fraction
 
@@ -336,9 +345,14 @@ class LoadModel:
                         pod=name,
                         workload=key,
                         containers=pod.state.containers,
+                        node=pod.state.node,
                         serving=pod.state.serving,
                         load_share_rps=share_rps,
                         cpu_usage_seconds=pod.cpu_usage_seconds,
+                        cpu_usage_cores=(
+                            profile.base_cpu_milli + share_rps * profile.cpu_per_request_milli
+                        )
+                        / MILLI,
                         memory_working_set_bytes=int(memory_bytes),
                         http_requests=pod.http_requests,
                     )

@@ -4,6 +4,7 @@ fake API server), the child process, and a real Prometheus scraping it at 1 s.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from tests.lab.prometheus import PrometheusServer
 
 T = TypeVar("T")
 NS = "shop"
+NODE = "kwok-node-1"
 LABELS = {"app": "web"}
 PROFILE = WorkloadProfile(
     namespace=NS,
@@ -55,6 +57,7 @@ def pod(name: str, *, ready: bool = True, phase: str = "Running", app: str = "we
         containers=("app", "sidecar"),
         phase=phase,
         ready=ready,
+        node=NODE,
     )
 
 
@@ -119,19 +122,19 @@ async def test_metrics_hold_cadvisor_style_series_for_the_running_pods(
     memory = "container_memory_working_set_bytes"
     assert metrics == {
         # 15 rps each for a and b: 0.1 core + 15 * 20 ms, for 10 s.
-        series(cpu, namespace=NS, pod="a", container="app"): 4.0,
-        series(cpu, namespace=NS, pod="a", container="sidecar"): 0.0,
-        series(cpu, namespace=NS, pod="b", container="app"): 4.0,
-        series(cpu, namespace=NS, pod="b", container="sidecar"): 0.0,
+        series(cpu, namespace=NS, pod="a", container="app", node=NODE): 4.0,
+        series(cpu, namespace=NS, pod="a", container="sidecar", node=NODE): 0.0,
+        series(cpu, namespace=NS, pod="b", container="app", node=NODE): 4.0,
+        series(cpu, namespace=NS, pod="b", container="sidecar", node=NODE): 0.0,
         # c is Running but not Ready: base CPU only, no requests.
-        series(cpu, namespace=NS, pod="c", container="app"): 1.0,
-        series(cpu, namespace=NS, pod="c", container="sidecar"): 0.0,
-        series(memory, namespace=NS, pod="a", container="app"): 65_000_000,
-        series(memory, namespace=NS, pod="a", container="sidecar"): 0,
-        series(memory, namespace=NS, pod="b", container="app"): 65_000_000,
-        series(memory, namespace=NS, pod="b", container="sidecar"): 0,
-        series(memory, namespace=NS, pod="c", container="app"): 50_000_000,
-        series(memory, namespace=NS, pod="c", container="sidecar"): 0,
+        series(cpu, namespace=NS, pod="c", container="app", node=NODE): 1.0,
+        series(cpu, namespace=NS, pod="c", container="sidecar", node=NODE): 0.0,
+        series(memory, namespace=NS, pod="a", container="app", node=NODE): 65_000_000,
+        series(memory, namespace=NS, pod="a", container="sidecar", node=NODE): 0,
+        series(memory, namespace=NS, pod="b", container="app", node=NODE): 65_000_000,
+        series(memory, namespace=NS, pod="b", container="sidecar", node=NODE): 0,
+        series(memory, namespace=NS, pod="c", container="app", node=NODE): 50_000_000,
+        series(memory, namespace=NS, pod="c", container="sidecar", node=NODE): 0,
         series("http_requests_total", namespace=NS, pod="a"): 150,
         series("http_requests_total", namespace=NS, pod="b"): 150,
         series("http_requests_total", namespace=NS, pod="c"): 0,
@@ -155,6 +158,36 @@ async def test_a_removed_pod_disappears_from_metrics_and_its_load_moves() -> Non
     }
     assert requests == {(("namespace", NS), ("pod", "a")): 10 + 20}
     assert not [labels for (_, labels) in metrics if ("pod", "b") in labels]
+
+
+async def test_a_cpu_gauge_workload_also_exports_its_cpu_usage_now() -> None:
+    clock = ManualClock()
+    source = InMemoryPodSource([pod("a"), pod("b", ready=False), pod("c", phase="Pending")])
+    async with WorkloadExporter(pod_source=source, clock=clock) as exporter:
+        exporter.add_workload(dataclasses.replace(PROFILE, cpu_gauge=True), rps=30)
+        await asyncio.sleep(0)
+        clock.now_seconds += 10
+        metrics = parse_metrics(exporter.metrics_text())
+
+    gauge = {
+        dict(labels)["pod"]: value
+        for (name, labels), value in metrics.items()
+        if name == "lab_container_cpu_usage_cores"
+    }
+    # a serves all 30 rps: 0.1 core + 30 * 20 ms; b is Running, not Ready: 0.1; c is not Running.
+    assert gauge == {"a": 0.7, "b": 0.1}
+    assert (
+        series("lab_container_cpu_usage_cores", namespace=NS, pod="a", container="app", node=NODE)
+        in metrics
+    )
+
+
+async def test_the_cpu_gauge_is_not_exported_without_the_profile_switch() -> None:
+    clock = ManualClock()
+    async with WorkloadExporter(pod_source=InMemoryPodSource([pod("a")]), clock=clock) as exporter:
+        exporter.add_workload(PROFILE, rps=30)
+        await asyncio.sleep(0)
+        assert "lab_container_cpu_usage_cores" not in exporter.metrics_text()
 
 
 # ---------------------------------------------------------------- control endpoint
@@ -268,7 +301,7 @@ def api_pod(
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     return {
         "metadata": metadata,
-        "spec": {"containers": [{"name": "app"}, {"name": "proxy"}]},
+        "spec": {"containers": [{"name": "app"}, {"name": "proxy"}], "nodeName": NODE},
         "status": {
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
@@ -285,6 +318,7 @@ def test_pod_state_follows_phase_ready_condition_and_deletion() -> None:
     assert not terminating.serving
     assert terminating.containers == ("app", "proxy")
     assert terminating.uid == "uid-a"
+    assert terminating.node == NODE
 
 
 class FakePodApi:

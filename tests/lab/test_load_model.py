@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -36,7 +37,7 @@ class ManualClock:
 
 
 def web_profile(**overrides: int) -> WorkloadProfile:
-    values = {
+    values: dict[str, Any] = {
         "cpu_per_request_milli": 20,
         "base_cpu_milli": 100,
         "base_memory_bytes": 50_000_000,
