@@ -11,6 +11,10 @@ Everything comes from the informers' caches (no API call):
   (:func:`hpa.core.vpa.group_aware.hpa_load`: the HPA's ``status.currentMetrics``, the metric
   with the highest usage ratio; a ``Utilization`` target is turned into a per-pod value with the
   sampled pod's requests), and the target load is that metric's ``spec.metrics`` target per pod.
+  For a ``Resource`` / ``ContainerResource`` metric the load is the pod's own usage of the
+  resource in the same metrics sample as the recorded usage (``record``'s ``usage``), the load
+  of the same instant; for the others it is the HPA's status, assumed at most one HPA sync period
+  old (the HPA writes no sync time).
   The HPA is the one in the VPA's namespace whose ``scaleTargetRef`` has the target's kind and
   name (the first by name if several do).
 * With no such HPA, or no current value for any of its metrics (no status yet, every metric

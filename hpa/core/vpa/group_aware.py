@@ -13,23 +13,31 @@ from the HPA's ``status.currentMetrics``), or ``1 / replicas`` when no HPA metri
 total load, taken as constant, shared by the pods). Under an HPA the total load moves with the
 replica count (the HPA adds pods because the total load rose), so ``1 / replicas`` says little
 about a pod's load there; the metric's per-pod value is what the HPA holds near its target.
+For a ``Resource`` or ``ContainerResource`` metric the load of a sample is the pod's own usage of
+that resource in the same metrics sample as the recorded usage (``usage`` of :func:`hpa_load`):
+the load of the same instant, where the HPA's status is up to one sync period older.
 The model is the weighted least-squares line through the samples::
 
     usage = a + b * load
 
 and the estimate at the target load ``L*`` (the per-pod value of the HPA's ``spec.metrics`` target
-for that metric, or ``1 / current replicas`` for the ``1 / replicas`` load) is::
+for that metric, or ``1 / current replicas`` for the ``1 / replicas`` load) times the headroom
+``h`` is::
 
-    estimate = clamp(a + b * clamp(L*, load_min, load_max) + q_p(residuals), usage_min, usage_max)
+    h        = max(1, q_0.95(load_i / L*_i))          (1 for the 1 / replicas load)
+    estimate = clamp(a + b * clamp(h * L*, load_min, load_max) + q_p(residuals),
+                     usage_min, usage_max)
 
-where ``q_p(residuals)`` is the weighted ``p``-percentile of ``usage - (a + b * load)`` over the
-samples (the spread at a given load), and both clamps keep the estimate inside what was observed:
-the model never extrapolates beyond the loads seen, and never recommends outside the range of
-observed per-pod usage.
+where ``L*_i`` is the target when sample ``i`` was taken, ``q_0.95`` the weighted 95th percentile
+(:attr:`GroupAwareConfig.load_percentile`): how far above its target the HPA let the per-pod load
+go before it scaled up; ``q_p(residuals)`` is the weighted ``p``-percentile of
+``usage - (a + b * load)`` over the samples (the spread at a given load), and both clamps keep the
+estimate inside what was observed: the model never extrapolates beyond the loads seen, and never
+recommends outside the range of observed per-pod usage.
 
 Assumptions: usage is linear in per-pod load over the observed range (a fixed part per pod plus a
-part per unit of load); the HPA keeps per-pod load near its target, so the target load is the
-load to provision for; load is shared evenly by the pods.
+part per unit of load); the HPA keeps per-pod load near its target and overshoots it as it did in
+the samples, so ``h * L*`` is the load to provision for; load is shared evenly by the pods.
 
 It falls back to the plain model (the estimate passed in as ``plain``, unchanged) when:
 
