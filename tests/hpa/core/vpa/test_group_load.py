@@ -52,18 +52,27 @@ def _status(*current: MetricStatus) -> HorizontalPodAutoscalerStatus:
     return HorizontalPodAutoscalerStatus(current_replicas=4, current_metrics=current)
 
 
-def _requests(resource: str, container: str | None) -> float | None:
-    """A pod with containers ``app`` (cpu 500m, memory 1000 bytes) and ``sidecar`` (cpu 100m,
-    no memory request)."""
-    table: dict[str, dict[str, float | None]] = {
-        "cpu": {"app": 0.5, "sidecar": 0.1},
-        "memory": {"app": 1000.0, "sidecar": None},
-    }
-    by_container = table[resource]
-    if container is not None:
-        return by_container.get(container)
-    values = [v for v in by_container.values() if v is not None]
-    return None if len(values) < len(by_container) else sum(values)
+def _per_pod(
+    table: dict[str, dict[str, float | None]],
+) -> Callable[[str, str | None], float | None]:
+    """A pod's amounts of a resource per container: of one container, or summed over them (None
+    when a container has none)."""
+
+    def amount(resource: str, container: str | None) -> float | None:
+        by_container = table[resource]
+        if container is not None:
+            return by_container.get(container)
+        values = [v for v in by_container.values() if v is not None]
+        return None if len(values) < len(by_container) else sum(values)
+
+    return amount
+
+
+_requests = _per_pod(
+    {"cpu": {"app": 0.5, "sidecar": 0.1}, "memory": {"app": 1000.0, "sidecar": None}}
+)
+"""A pod with containers ``app`` (cpu 500m, memory 1000 bytes) and ``sidecar`` (cpu 100m,
+no memory request)."""
 
 
 CPU = MetricSpec.for_resource(ResourceMetricSource("cpu", UTILIZATION_60))
@@ -104,6 +113,14 @@ EXTERNAL = MetricSpec.for_external(
 )
 
 
+APP_CPU_STATUS = MetricStatus(
+    "ContainerResource",
+    MetricValueStatus(average_value_milli=250, average_utilization=50),
+    name="cpu",
+    container="app",
+)
+
+
 def _cpu_status(*, value_milli: int | None, utilization: int | None) -> MetricStatus:
     return MetricStatus(
         "Resource",
@@ -135,14 +152,7 @@ CASES = [
     (
         "ContainerResource: the container's request",
         (APP_CPU,),
-        (
-            MetricStatus(
-                "ContainerResource",
-                MetricValueStatus(average_value_milli=250, average_utilization=50),
-                name="cpu",
-                container="app",
-            ),
-        ),
+        (APP_CPU_STATUS,),
         HpaLoad("ContainerResource cpu of app", 0.25, 0.6 * 0.5),
     ),
     (
@@ -353,18 +363,9 @@ def test_the_plain_bounds_are_scaled_with_the_target() -> None:
     assert adjusted.upper_bound == Resources(cpu=200, memory=1150)  # 2300 x 575/1150
 
 
-def _own(resource: str, container: str | None) -> float | None:
-    """The sampled pod's own usage in the same metrics sample: ``app`` 450m and 300 bytes,
-    ``sidecar`` 50m and no memory."""
-    table: dict[str, dict[str, float | None]] = {
-        "cpu": {"app": 0.45, "sidecar": 0.05},
-        "memory": {"app": 300.0, "sidecar": None},
-    }
-    by_container = table[resource]
-    if container is not None:
-        return by_container.get(container)
-    values = [v for v in by_container.values() if v is not None]
-    return None if len(values) < len(by_container) else sum(values)
+_own = _per_pod({"cpu": {"app": 0.45, "sidecar": 0.05}, "memory": {"app": 300.0, "sidecar": None}})
+"""The sampled pod's own usage in the same metrics sample: ``app`` 450m and 300 bytes,
+``sidecar`` 50m and no memory."""
 
 
 def _none(resource: str, container: str | None) -> float | None:
@@ -383,14 +384,7 @@ SAME_INSTANT = [
     (
         "ContainerResource cpu: the container's own cpu",
         (APP_CPU,),
-        (
-            MetricStatus(
-                "ContainerResource",
-                MetricValueStatus(average_value_milli=250, average_utilization=50),
-                name="cpu",
-                container="app",
-            ),
-        ),
+        (APP_CPU_STATUS,),
         _own,
         0.45,
     ),
