@@ -337,12 +337,12 @@ class VerticalRun:
             crane.add_memory_sample(now_ns, math.ceil(memory))
             pod_state = cluster.pods.get(container.pod_id)
             if pod_state is not None:
-                self._history.record(
-                    cluster, pod_state, deployment.container, "cpu", math.ceil(cpu)
-                )
-                self._history.record(
-                    cluster, pod_state, deployment.container, "memory", math.ceil(memory)
-                )
+                # cpu and memory of the same sample, as metrics.k8s.io serves them together
+                usage = {deployment.container: {"cpu": math.ceil(cpu), "memory": math.ceil(memory)}}
+                for resource, amount in usage[deployment.container].items():
+                    self._history.record(
+                        cluster, pod_state, deployment.container, resource, amount, usage=usage
+                    )
         self.oom_kills += ooms
         if self.recommender == CRANE_RECOMMENDER_NAME:
             process_crane_vpa_update(

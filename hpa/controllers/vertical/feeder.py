@@ -525,6 +525,12 @@ class ClusterFeeder:
             snapshots = ()
         added = dropped = 0
         pods = self.cluster.pods
+        # each pod's containers' usage per sample time: a sample's load for the group-aware
+        # model is the pod's own usage of the HPA's resource at the same instant
+        same_sample: dict[tuple[PodId, int], dict[str, Mapping[str, float]]] = {}
+        for snapshot in snapshots:
+            key = (snapshot.pod_id, snapshot.snapshot_time_ns)
+            same_sample.setdefault(key, {})[snapshot.container] = snapshot.usage
         for snapshot in snapshots:
             pod = pods.get(snapshot.pod_id)
             if pod is not None and snapshot.container in pod.init_containers:
@@ -553,7 +559,14 @@ class ClusterFeeder:
                     continue
                 added += 1
                 if pod is not None:
-                    self.group_sizes.record(self.cluster, pod, snapshot.container, resource, amount)
+                    self.group_sizes.record(
+                        self.cluster,
+                        pod,
+                        snapshot.container,
+                        resource,
+                        amount,
+                        usage=same_sample[(snapshot.pod_id, snapshot.snapshot_time_ns)],
+                    )
                 for crane in cranes:
                     state = self._crane_state(crane, snapshot.container)
                     if resource == "cpu":

@@ -11,6 +11,10 @@ Everything comes from the informers' caches (no API call):
   (:func:`hpa.core.vpa.group_aware.hpa_load`: the HPA's ``status.currentMetrics``, the metric
   with the highest usage ratio; a ``Utilization`` target is turned into a per-pod value with the
   sampled pod's requests), and the target load is that metric's ``spec.metrics`` target per pod.
+  For a ``Resource`` / ``ContainerResource`` metric the load is the pod's own usage of the
+  resource in the same metrics sample as the recorded usage (``record``'s ``usage``), the load
+  of the same instant; for the others it is the HPA's status, assumed at most one HPA sync period
+  old (the HPA writes no sync time).
   The HPA is the one in the VPA's namespace whose ``scaleTargetRef`` has the target's kind and
   name (the first by name if several do).
 * With no such HPA, or no current value for any of its metrics (no status yet, every metric
@@ -48,7 +52,13 @@ from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import apply_vpa_policy
 from hpa.kube.targets import ControllerLookup
 
-__all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_PASSES", "MODEL_GROUP_AWARE", "GroupSizeHistory"]
+__all__ = [
+    "DEFAULT_MAX_SAMPLES",
+    "DEFAULT_PASSES",
+    "MODEL_GROUP_AWARE",
+    "GroupSizeHistory",
+    "PodUsage",
+]
 
 log = structlog.get_logger("hpa.controllers.vertical.group_aware")
 
@@ -59,6 +69,9 @@ DEFAULT_MAX_SAMPLES = 50_000
 """Samples kept per VPA, container and resource at most (the oldest go first)."""
 
 _Key = tuple[str, ResourceName]
+PodUsage = Mapping[str, Mapping[str, float]]
+"""A pod's usage in one metrics sample: per container, per resource (cpu millicores, memory
+bytes)."""
 _Window = deque[tuple[int, str | None, GroupSample]]
 """Samples with the pass that took them and the name of the HPA metric their load is a value of
 (None: no load)."""
@@ -128,9 +141,11 @@ class GroupSizeHistory:
         record = self._controllers.get(target.kind, target.namespace, target.name)
         return None if record is None else record.replicas
 
-    def load(self, vpa_id: VpaId, pod: PodState) -> HpaLoad | None:
+    def load(self, vpa_id: VpaId, pod: PodState, usage: PodUsage | None = None) -> HpaLoad | None:
         """The per-pod load of the metric the VPA's HPA is scaling on, with ``pod``'s requests
-        for a ``Utilization`` target (None when no HPA metric is known)."""
+        for a ``Utilization`` target (None when no HPA metric is known); for a ``Resource`` or
+        ``ContainerResource`` metric, ``pod``'s own usage in ``usage`` (the same metrics sample)
+        where it has it."""
         scaler = self._scalers.get(vpa_id)
         if scaler is None:
             return None
@@ -138,13 +153,25 @@ class GroupSizeHistory:
         def request(resource: str, container: str | None) -> float | None:
             return _request(pod, resource, container)
 
-        return hpa_load(scaler.spec, scaler.status, request=request)
+        def own(resource: str, container: str | None) -> float | None:
+            return None if usage is None else _usage(pod, usage, resource, container)
+
+        return hpa_load(scaler.spec, scaler.status, request=request, usage=own)
 
     def record(
-        self, cluster: ClusterState, pod: PodState, container: str, resource: str, amount: int
+        self,
+        cluster: ClusterState,
+        pod: PodState,
+        container: str,
+        resource: str,
+        amount: int,
+        *,
+        usage: PodUsage | None = None,
     ) -> None:
         """One usage sample of ``pod``'s ``container`` (millicores or bytes), for each
-        ``group-aware`` VPA that selects the pod."""
+        ``group-aware`` VPA that selects the pod; ``usage``: the usage of ``pod``'s containers in
+        the same metrics sample (container, then resource: millicores or bytes), whose value of
+        the HPA's resource is the sample's load (see :meth:`load`)."""
         if not self._targets or resource not in ("cpu", "memory"):
             return
         labels = cluster.label_set_map.get(pod.label_set_key, {})
@@ -157,7 +184,7 @@ class GroupSizeHistory:
             replicas = self.replicas(vpa_id)
             if not replicas:
                 continue
-            load = self.load(vpa_id, pod)
+            load = self.load(vpa_id, pod, usage)
             if load is not None:
                 self._now[vpa_id] = load
             by_key = self._samples.setdefault(vpa_id, {})
@@ -166,7 +193,11 @@ class GroupSizeHistory:
             if window is None:
                 window = by_key[key] = deque(maxlen=self._max_samples)
             metric = None if load is None else load.metric
-            sample = GroupSample(float(amount), replicas, None if load is None else load.load)
+            sample = (
+                GroupSample(float(amount), replicas)
+                if load is None
+                else GroupSample(float(amount), replicas, load.load, target=load.target)
+            )
             if window and window[-1][:2] == (self._pass, metric) and _same(window[-1][2], sample):
                 # equal to the previous sample of this pass (pods alike): one sample of the
                 # summed weight, the same fit and percentile
@@ -245,7 +276,24 @@ class GroupSizeHistory:
 
 
 def _same(a: GroupSample, b: GroupSample) -> bool:
-    return (a.usage, a.replicas, a.load) == (b.usage, b.replicas, b.load)
+    return (a.usage, a.replicas, a.load, a.target) == (b.usage, b.replicas, b.load, b.target)
+
+
+def _usage(pod: PodState, usage: PodUsage, resource: str, container: str | None) -> float | None:
+    """``pod``'s usage of ``resource`` in ``usage`` in cores or bytes: of ``container``, or summed
+    over its containers; None when the sample lacks one of them."""
+    if resource not in ("cpu", "memory"):
+        return None
+    names = list(pod.requests) if container is None else [container]
+    if not names:
+        return None
+    total = 0.0
+    for name in names:
+        amount = usage.get(name, {}).get(resource)
+        if amount is None:
+            return None
+        total += amount
+    return total / 1000 if resource == "cpu" else total
 
 
 def _request(pod: PodState, resource: str, container: str | None) -> float | None:

@@ -13,23 +13,31 @@ from the HPA's ``status.currentMetrics``), or ``1 / replicas`` when no HPA metri
 total load, taken as constant, shared by the pods). Under an HPA the total load moves with the
 replica count (the HPA adds pods because the total load rose), so ``1 / replicas`` says little
 about a pod's load there; the metric's per-pod value is what the HPA holds near its target.
+For a ``Resource`` or ``ContainerResource`` metric the load of a sample is the pod's own usage of
+that resource in the same metrics sample as the recorded usage (``usage`` of :func:`hpa_load`):
+the load of the same instant, where the HPA's status is up to one sync period older.
 The model is the weighted least-squares line through the samples::
 
     usage = a + b * load
 
 and the estimate at the target load ``L*`` (the per-pod value of the HPA's ``spec.metrics`` target
-for that metric, or ``1 / current replicas`` for the ``1 / replicas`` load) is::
+for that metric, or ``1 / current replicas`` for the ``1 / replicas`` load) times the headroom
+``h`` is::
 
-    estimate = clamp(a + b * clamp(L*, load_min, load_max) + q_p(residuals), usage_min, usage_max)
+    h        = max(1, q_0.95(load_i / L*_i))          (1 for the 1 / replicas load)
+    estimate = clamp(a + b * clamp(h * L*, load_min, load_max) + q_p(residuals),
+                     usage_min, usage_max)
 
-where ``q_p(residuals)`` is the weighted ``p``-percentile of ``usage - (a + b * load)`` over the
-samples (the spread at a given load), and both clamps keep the estimate inside what was observed:
-the model never extrapolates beyond the loads seen, and never recommends outside the range of
-observed per-pod usage.
+where ``L*_i`` is the target when sample ``i`` was taken, ``q_0.95`` the weighted 95th percentile
+(:attr:`GroupAwareConfig.load_percentile`): how far above its target the HPA let the per-pod load
+go before it scaled up; ``q_p(residuals)`` is the weighted ``p``-percentile of
+``usage - (a + b * load)`` over the samples (the spread at a given load), and both clamps keep the
+estimate inside what was observed: the model never extrapolates beyond the loads seen, and never
+recommends outside the range of observed per-pod usage.
 
 Assumptions: usage is linear in per-pod load over the observed range (a fixed part per pod plus a
-part per unit of load); the HPA keeps per-pod load near its target, so the target load is the
-load to provision for; load is shared evenly by the pods.
+part per unit of load); the HPA keeps per-pod load near its target and overshoots it as it did in
+the samples, so ``h * L*`` is the load to provision for; load is shared evenly by the pods.
 
 It falls back to the plain model (the estimate passed in as ``plain``, unchanged) when:
 
@@ -76,6 +84,7 @@ __all__ = [
     "apply_group_size_model",
     "group_aware_estimate",
     "hpa_load",
+    "load_headroom",
     "metric_loads",
     "weighted_percentile",
 ]
@@ -106,6 +115,8 @@ class GroupSample:
     replicas: int
     load: float | None = None
     weight: float = 1.0
+    target: float | None = None
+    """The per-pod target load when the sample was taken (None: the target now)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +125,8 @@ class GroupAwareConfig:
 
     percentile: float = 0.9
     """Percentile of the residuals (the plain model's target percentile)."""
+    load_percentile: float = 0.95
+    """Percentile of the observed load over target that sets the headroom (``h``)."""
     min_samples: int = 10
     min_distinct_replicas: int = 3
     min_r_squared: float = 0.5
@@ -121,6 +134,8 @@ class GroupAwareConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.percentile <= 1:
             raise ValueError(f"percentile: {self.percentile} is not in [0, 1]")
+        if not 0 <= self.load_percentile <= 1:
+            raise ValueError(f"load_percentile: {self.load_percentile} is not in [0, 1]")
         if self.min_samples < 2 or self.min_distinct_replicas < 2:
             raise ValueError("min_samples and min_distinct_replicas must be at least 2")
         if not 0 <= self.min_r_squared <= 1:
@@ -157,6 +172,8 @@ class GroupAwareEstimate:
     target_load: float | None
     fit: LinearFit | None = None
     residual: float | None = None
+    provision_load: float | None = None
+    """The load provisioned for: the target load times the headroom (``x_h``)."""
 
     def trace(self, subject: str) -> TraceEntry:
         """The ``group-size model`` entry of an explanation (``subject``: container and
@@ -175,6 +192,8 @@ class GroupAwareEstimate:
                 ("observed load", f"[{fit.load_min:.6g}, {fit.load_max:.6g}]"),
                 ("observed usage", f"[{fit.usage_min:.6g}, {fit.usage_max:.6g}]"),
             ]
+        if self.provision_load is not None:
+            details.append(("provisioned load", f"{self.provision_load:.6g}"))
         if self.residual is not None:
             details.append(("residual percentile", f"{self.residual:.6g}"))
         details.append(("estimate", f"{self.value:.6g}"))
@@ -277,6 +296,22 @@ def _metric_load(metric: MetricSpec, observed: MetricStatus, request: RequestOf)
     return HpaLoad(name, load, target)
 
 
+def _spec_loads(
+    spec: HorizontalPodAutoscalerSpec,
+    status: HorizontalPodAutoscalerStatus | None,
+    request: RequestOf,
+) -> list[tuple[MetricSpec, HpaLoad]]:
+    current = status.current_metrics if status is not None else None
+    if not current:
+        return []
+    out = []
+    for metric, observed in zip(default_spec(spec).metrics, current, strict=False):
+        load = _metric_load(metric, observed, request)
+        if load is not None:
+            out.append((metric, load))
+    return out
+
+
 def metric_loads(
     spec: HorizontalPodAutoscalerSpec,
     status: HorizontalPodAutoscalerStatus | None,
@@ -299,14 +334,17 @@ def metric_loads(
       ``value`` (the HPA proposes ``value / target`` x the ready pods, so it treats the value as
       proportional to the per-pod load).
     """
-    current = status.current_metrics if status is not None else None
-    if not current:
-        return ()
-    loads = (
-        _metric_load(metric, observed, request)
-        for metric, observed in zip(default_spec(spec).metrics, current, strict=False)
-    )
-    return tuple(load for load in loads if load is not None)
+    return tuple(load for _, load in _spec_loads(spec, status, request))
+
+
+def _own_usage(metric: MetricSpec, usage: RequestOf) -> float | None:
+    """The sampled pod's own usage of a ``Resource`` / ``ContainerResource`` metric's resource."""
+    if metric.resource is not None and metric.type == MetricSourceType.RESOURCE:
+        return usage(metric.resource.name, None)
+    c = metric.container_resource
+    if c is not None and metric.type == MetricSourceType.CONTAINER_RESOURCE:
+        return usage(c.name, c.container)
+    return None
 
 
 def hpa_load(
@@ -314,17 +352,30 @@ def hpa_load(
     status: HorizontalPodAutoscalerStatus | None,
     *,
     request: RequestOf,
+    usage: RequestOf | None = None,
 ) -> HpaLoad | None:
     """The per-pod load of the metric the HPA is scaling on: of :func:`metric_loads`, the one
     with the highest usage ratio ``load / target`` (the HPA scales to the largest of its metrics'
     proposals, each ``ratio`` x the pods, so the highest ratio is the one that decided; the first
     of equal ones). None when no metric has a current value (no status yet, every metric
-    failing)."""
-    best: HpaLoad | None = None
-    for load in metric_loads(spec, status, request=request):
-        if best is None or load.ratio > best.ratio:
-            best = load
-    return best
+    failing).
+
+    ``usage`` is the sampled pod's own usage of a resource (cores or bytes, of one container or,
+    with None, summed over its containers) from the same metrics sample as the usage being
+    recorded, None where that sample lacks it. For a ``Resource`` / ``ContainerResource`` metric
+    it replaces the HPA's ``averageValue`` as the load now: the load of the same instant as the
+    recorded usage, where the HPA's status is up to one sync period older."""
+    best: tuple[MetricSpec, HpaLoad] | None = None
+    for metric, load in _spec_loads(spec, status, request):
+        if best is None or load.ratio > best[1].ratio:
+            best = (metric, load)
+    if best is None:
+        return None
+    metric, load = best
+    own = None if usage is None else _own_usage(metric, usage)
+    if own is None or not math.isfinite(own) or own < 0:
+        return load
+    return replace(load, load=own)
 
 
 def weighted_percentile(values: Sequence[float], weights: Sequence[float], p: float) -> float:
@@ -339,6 +390,19 @@ def weighted_percentile(values: Sequence[float], weights: Sequence[float], p: fl
         if running >= threshold:
             return value
     return pairs[-1][0]
+
+
+def load_headroom(
+    loads: Sequence[tuple[float, float]], weights: Sequence[float], p: float
+) -> float:
+    """``h = max(1, q_p(load_i / target_i))``: how far above its target the HPA lets the per-pod
+    load go (``loads``: each sample's load and the per-pod target when it was taken), the weighted
+    ``p``-percentile of the ratio, never below 1 (the model never provisions below the target).
+    1 when there is no sample."""
+    if not loads:
+        return 1.0
+    ratios = [load / target for load, target in loads]
+    return max(1.0, weighted_percentile(ratios, weights, p))
 
 
 def _fallback(
@@ -441,11 +505,17 @@ def group_aware_estimate(
             target_load,
             fit,
         )
-    load = min(max(target_load, fit.load_min), fit.load_max)
+    provision = target_load
+    if kind is LoadKind.METRIC:
+        targets = [target_load if s.target is None else s.target for s in usable]
+        provision = target_load * load_headroom(
+            list(zip(xs, targets, strict=True)), ws, config.load_percentile
+        )
+    load = min(max(provision, fit.load_min), fit.load_max)
     residuals = [y - fit.at(x) for x, y in zip(xs, ys, strict=True)]
     residual = weighted_percentile(residuals, ws, config.percentile)
     value = min(max(fit.at(load) + residual, fit.usage_min), fit.usage_max)
-    return GroupAwareEstimate(value, True, "fit", kind, target_load, fit, residual)
+    return GroupAwareEstimate(value, True, "fit", kind, target_load, fit, residual, provision)
 
 
 def _with(resources: Resources, resource: ResourceName, amount: int) -> Resources:

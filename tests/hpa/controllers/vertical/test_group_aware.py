@@ -103,3 +103,37 @@ async def test_every_pods_samples_of_the_last_passes_are_kept() -> None:
     }
     assert {(s.usage, s.weight) for s in kept} == expected
     assert len(kept) == 3 * 4
+
+
+async def test_a_samples_load_is_the_pods_own_cpu_of_the_same_metrics_sample() -> None:
+    """The HPA's status says 300m per pod (written up to a sync period before the sample); the
+    pod's cpu in the same metrics sample as its memory is 450m: each sample's load is 450m, the
+    target still the HPA's, 60 % of the pod's request."""
+    h = Harness()
+    h.web(pods=1)
+    h.put_vpa(vpa_json("grouped", recommenders=["group-aware"]))
+    hpa = hpa_json("web-hpa")
+    hpa["status"] = {
+        "currentReplicas": 1,
+        "desiredReplicas": 1,
+        "currentMetrics": [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {"averageValue": "300m", "averageUtilization": 50},
+                },
+            }
+        ],
+    }
+    h.put_hpa(hpa)
+    h.feed(cpu=450, memory=300 * MIB)
+    await h.run_once()
+    vpa_id = next(v for v in h.cluster.vpas if v.vpa_name == "grouped")
+    kept = h.feeder.group_sizes.samples(vpa_id)
+    memory = kept[("app", ResourceName.MEMORY)]
+    cpu = kept[("app", ResourceName.CPU)]
+    assert [(s.usage, s.load) for s in memory] == [(300 * MIB, 0.45)]
+    assert [(s.usage, s.load) for s in cpu] == [(450.0, 0.45)]
+    # the HPA's target per pod: 60 % of the pod's 100m cpu request
+    assert memory[0].target == pytest.approx(0.6 * 0.1)

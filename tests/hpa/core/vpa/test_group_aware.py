@@ -12,11 +12,15 @@ from hpa.core.vpa.group_aware import (
     GroupSample,
     LoadKind,
     group_aware_estimate,
+    load_headroom,
     weighted_percentile,
 )
 
 MB = 1_000_000.0
 PLAIN = 999 * MB
+NO_HEADROOM = GroupAwareConfig(load_percentile=0.0)
+"""The headroom at the lowest ratio: the line at the target load clamped to the observed loads
+(the tests of the line and of the fallbacks; the headroom has its own tests below)."""
 
 
 def _memory(load: float) -> float:
@@ -121,7 +125,7 @@ CASES = [
 def test_estimates(
     samples: list[GroupSample], target: float | None, used: bool, expected: float, reason: str
 ) -> None:
-    estimate = group_aware_estimate(samples, target_load=target, plain=PLAIN)
+    estimate = group_aware_estimate(samples, target_load=target, plain=PLAIN, config=NO_HEADROOM)
     assert estimate.used_model is used
     assert estimate.value == pytest.approx(expected, rel=1e-9)
     assert reason in estimate.reason
@@ -132,7 +136,7 @@ def test_the_spread_at_a_load_is_added_as_a_percentile_of_the_residuals() -> Non
         GroupSample(_memory(x) + (20 * MB if i % 2 else 0.0), r, x)
         for i, (x, r) in enumerate(zip(LOADS, REPLICAS, strict=True))
     ]
-    estimate = group_aware_estimate(samples, target_load=2.0, plain=PLAIN)
+    estimate = group_aware_estimate(samples, target_load=2.0, plain=PLAIN, config=NO_HEADROOM)
     assert estimate.used_model
     assert estimate.fit is not None
     assert estimate.residual is not None
@@ -227,3 +231,133 @@ def test_usage_linear_in_per_pod_load_is_recovered_at_the_target(
     assert estimate.used_model
     target = min(max(1 / desired, 1 / max(counts)), 1 / min(counts))
     assert estimate.value == pytest.approx(fixed + per_load * target, rel=1e-6, abs=1e-3)
+
+
+# ---------------------------------------------------------------- headroom over the target load
+
+HEADROOM_CASES = [
+    # (case, (load, target) per sample, weights, percentile, headroom)
+    ("no sample", [], [], 0.95, 1.0),
+    ("every load at the target", [(3.0, 3.0)] * 20, [1.0] * 20, 0.95, 1.0),
+    ("every load below the target: never below 1", [(1.0, 3.0)] * 20, [1.0] * 20, 0.95, 1.0),
+    (
+        "one load in twenty at twice the target: the 95th percentile is the target",
+        [(3.0, 3.0)] * 19 + [(6.0, 3.0)],
+        [1.0] * 20,
+        0.95,
+        1.0,
+    ),
+    (
+        "two in twenty at twice the target: the 95th percentile is twice",
+        [(3.0, 3.0)] * 18 + [(6.0, 3.0)] * 2,
+        [1.0] * 20,
+        0.95,
+        2.0,
+    ),
+    (
+        "weights count: one heavy overshoot",
+        [(3.0, 3.0), (4.5, 3.0)],
+        [1.0, 9.0],
+        0.95,
+        1.5,
+    ),
+    (
+        "ratios to each sample's own target",
+        [(2.0, 1.0), (4.0, 4.0), (6.0, 4.0)],
+        [1.0, 1.0, 1.0],
+        0.5,
+        1.5,
+    ),
+    ("the 100th percentile is the largest ratio", [(3.0, 3.0), (3.6, 3.0)], [1.0, 1.0], 1.0, 1.2),
+]
+
+
+@pytest.mark.parametrize(
+    ("loads", "weights", "percentile", "expected"),
+    [case[1:] for case in HEADROOM_CASES],
+    ids=[case[0] for case in HEADROOM_CASES],
+)
+def test_load_headroom(
+    loads: list[tuple[float, float]], weights: list[float], percentile: float, expected: float
+) -> None:
+    assert load_headroom(loads, weights, percentile) == pytest.approx(expected)
+
+
+def test_the_estimate_is_at_the_target_times_the_headroom() -> None:
+    # loads 1.0 .. 4.0 at a target of 2.0: the 95th percentile of load / target is 2, so the
+    # model provisions for a per-pod load of 4.0, the heaviest seen
+    samples = _metric_samples(LOADS, REPLICAS)
+    estimate = group_aware_estimate(samples, target_load=2.0, plain=PLAIN)
+    assert estimate.used_model
+    assert estimate.provision_load == pytest.approx(4.0)
+    assert estimate.value == pytest.approx(_memory(4.0))
+    # with the headroom at the median of the ratio, load 2.5 (ratio 1.25)
+    median = group_aware_estimate(
+        samples, target_load=2.0, plain=PLAIN, config=GroupAwareConfig(load_percentile=0.5)
+    )
+    assert median.provision_load == pytest.approx(2.5)
+    assert median.value == pytest.approx(_memory(2.5))
+    trace = dict(estimate.trace("container app memory").details)
+    assert trace["provisioned load"] == "4"
+
+
+def test_the_inverse_replicas_load_has_no_headroom() -> None:
+    estimate = group_aware_estimate(INVERSE, target_load=1 / 6, plain=PLAIN)
+    assert estimate.used_model
+    assert estimate.provision_load == pytest.approx(1 / 6)
+
+
+def test_a_load_percentile_outside_0_1_is_refused() -> None:
+    with pytest.raises(ValueError, match="load_percentile"):
+        GroupAwareConfig(load_percentile=1.5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(min_value=0, max_value=1e4, allow_nan=False),
+            st.floats(min_value=1e-3, max_value=1e4, allow_nan=False),
+            st.floats(min_value=1e-3, max_value=1e3, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.floats(min_value=0, max_value=1),
+    st.floats(min_value=0, max_value=1),
+)
+def test_the_headroom_is_at_least_1_and_grows_with_the_percentile(
+    rows: list[tuple[float, float, float]], p: float, q: float
+) -> None:
+    loads = [(load, target) for load, target, _ in rows]
+    weights = [w for *_, w in rows]
+    low, high = sorted((p, q))
+    h_low = load_headroom(loads, weights, low)
+    h_high = load_headroom(loads, weights, high)
+    assert 1.0 <= h_low <= h_high
+    # never above the largest ratio, unless every ratio is below 1
+    assert h_high <= max(1.0, max(load / target for load, target in loads))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=30), st.floats(min_value=0.1, max_value=10)),
+        min_size=10,
+        max_size=40,
+    ).filter(lambda rows: len({r for r, _ in rows}) >= 3 and len({x for _, x in rows}) >= 2),
+    st.floats(min_value=0.1, max_value=10),
+)
+def test_the_headroom_never_provisions_below_the_target_load(
+    rows: list[tuple[int, float]], target: float
+) -> None:
+    # usage exactly linear in load: the estimate is the line at max(target, q95 of the loads)
+    # clamped to the observed loads, so never below the line at the target (within the range)
+    samples = [GroupSample(_memory(x), r, x) for r, x in rows]
+    estimate = group_aware_estimate(samples, target_load=target, plain=-1.0)
+    assert estimate.used_model
+    assert estimate.provision_load is not None
+    assert estimate.provision_load >= target
+    loads = [x for _, x in rows]
+    at_target = _memory(min(max(target, min(loads)), max(loads)))
+    assert estimate.value >= at_target * (1 - 1e-9)

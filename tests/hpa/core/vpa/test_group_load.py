@@ -4,6 +4,8 @@ the model fitted on it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -24,6 +26,7 @@ from hpa.core.spec import (
 )
 from hpa.core.vpa.amount import ResourceName, Resources
 from hpa.core.vpa.group_aware import (
+    GroupAwareConfig,
     GroupSample,
     HpaLoad,
     LoadKind,
@@ -36,6 +39,8 @@ from hpa.core.vpa.recommender import RecommendedContainerResources
 
 REF = CrossVersionObjectReference(kind="Deployment", name="web", api_version="apps/v1")
 QUEUE = CrossVersionObjectReference(kind="Service", name="queue", api_version="v1")
+NO_HEADROOM = GroupAwareConfig(load_percentile=0.0)
+"""The line at the target load (the headroom is tested in test_group_aware.py)."""
 UTILIZATION_60 = MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)
 
 
@@ -47,18 +52,27 @@ def _status(*current: MetricStatus) -> HorizontalPodAutoscalerStatus:
     return HorizontalPodAutoscalerStatus(current_replicas=4, current_metrics=current)
 
 
-def _requests(resource: str, container: str | None) -> float | None:
-    """A pod with containers ``app`` (cpu 500m, memory 1000 bytes) and ``sidecar`` (cpu 100m,
-    no memory request)."""
-    table: dict[str, dict[str, float | None]] = {
-        "cpu": {"app": 0.5, "sidecar": 0.1},
-        "memory": {"app": 1000.0, "sidecar": None},
-    }
-    by_container = table[resource]
-    if container is not None:
-        return by_container.get(container)
-    values = [v for v in by_container.values() if v is not None]
-    return None if len(values) < len(by_container) else sum(values)
+def _per_pod(
+    table: dict[str, dict[str, float | None]],
+) -> Callable[[str, str | None], float | None]:
+    """A pod's amounts of a resource per container: of one container, or summed over them (None
+    when a container has none)."""
+
+    def amount(resource: str, container: str | None) -> float | None:
+        by_container = table[resource]
+        if container is not None:
+            return by_container.get(container)
+        values = [v for v in by_container.values() if v is not None]
+        return None if len(values) < len(by_container) else sum(values)
+
+    return amount
+
+
+_requests = _per_pod(
+    {"cpu": {"app": 0.5, "sidecar": 0.1}, "memory": {"app": 1000.0, "sidecar": None}}
+)
+"""A pod with containers ``app`` (cpu 500m, memory 1000 bytes) and ``sidecar`` (cpu 100m,
+no memory request)."""
 
 
 CPU = MetricSpec.for_resource(ResourceMetricSource("cpu", UTILIZATION_60))
@@ -99,6 +113,14 @@ EXTERNAL = MetricSpec.for_external(
 )
 
 
+APP_CPU_STATUS = MetricStatus(
+    "ContainerResource",
+    MetricValueStatus(average_value_milli=250, average_utilization=50),
+    name="cpu",
+    container="app",
+)
+
+
 def _cpu_status(*, value_milli: int | None, utilization: int | None) -> MetricStatus:
     return MetricStatus(
         "Resource",
@@ -130,14 +152,7 @@ CASES = [
     (
         "ContainerResource: the container's request",
         (APP_CPU,),
-        (
-            MetricStatus(
-                "ContainerResource",
-                MetricValueStatus(average_value_milli=250, average_utilization=50),
-                name="cpu",
-                container="app",
-            ),
-        ),
+        (APP_CPU_STATUS,),
         HpaLoad("ContainerResource cpu of app", 0.25, 0.6 * 0.5),
     ),
     (
@@ -280,7 +295,7 @@ def test_under_an_hpa_1_over_replicas_fails_and_the_metric_fits() -> None:
         [GroupSample(s.usage, s.replicas) for s in samples], target_load=1 / 6, plain=-1.0
     )
     assert not inverse.used_model
-    fitted = group_aware_estimate(samples, target_load=0.36, plain=-1.0)
+    fitted = group_aware_estimate(samples, target_load=0.36, plain=-1.0, config=NO_HEADROOM)
     assert fitted.used_model
     assert fitted.load_kind is LoadKind.METRIC
     assert fitted.fit is not None
@@ -314,7 +329,7 @@ def test_usage_linear_in_the_hpa_metric_is_recovered_and_recommended_at_the_targ
     assume(per_load * (high - low) >= 1e-6 * fixed)  # so does usage
     samples = _hpa_day(fixed, per_load, loads, [r for _, r in rows])
     target = low + where * (high - low)
-    estimate = group_aware_estimate(samples, target_load=target, plain=-1.0)
+    estimate = group_aware_estimate(samples, target_load=target, plain=-1.0, config=NO_HEADROOM)
     assert estimate.used_model
     assert estimate.fit is not None
     scale = fixed + per_load * high
@@ -341,7 +356,85 @@ def test_the_plain_bounds_are_scaled_with_the_target() -> None:
         {("app", ResourceName.MEMORY): samples},
         target_load=0.4,
         excluded=lambda container, resource: resource is ResourceName.CPU,
+        config=NO_HEADROOM,
     )
     assert adjusted.target == Resources(cpu=100, memory=575)
     assert adjusted.lower_bound == Resources(cpu=80, memory=460)  # 920 x 575/1150
     assert adjusted.upper_bound == Resources(cpu=200, memory=1150)  # 2300 x 575/1150
+
+
+_own = _per_pod({"cpu": {"app": 0.45, "sidecar": 0.05}, "memory": {"app": 300.0, "sidecar": None}})
+"""The sampled pod's own usage in the same metrics sample: ``app`` 450m and 300 bytes,
+``sidecar`` 50m and no memory."""
+
+
+def _none(resource: str, container: str | None) -> float | None:
+    return None
+
+
+SAME_INSTANT = [
+    # (case, metrics, current, usage, expected load now)
+    (
+        "Resource cpu: the pod's own cpu of the same sample, not the HPA's average",
+        (CPU,),
+        (_cpu_status(value_milli=300, utilization=50),),
+        _own,
+        0.5,
+    ),
+    (
+        "ContainerResource cpu: the container's own cpu",
+        (APP_CPU,),
+        (APP_CPU_STATUS,),
+        _own,
+        0.45,
+    ),
+    (
+        "the sample lacks the resource: the HPA's average",
+        (CPU,),
+        (_cpu_status(value_milli=300, utilization=50),),
+        _none,
+        0.3,
+    ),
+    (
+        "a Pods metric: the HPA's status (the sample has no such value)",
+        (RPS,),
+        (MetricStatus("Pods", MetricValueStatus(average_value_milli=40_000)),),
+        _own,
+        40.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "current", "usage", "expected"),
+    [case[1:] for case in SAME_INSTANT],
+    ids=[case[0] for case in SAME_INSTANT],
+)
+def test_the_load_of_a_resource_metric_is_the_pods_own_usage_of_the_same_sample(
+    metrics: tuple[MetricSpec, ...],
+    current: tuple[MetricStatus, ...],
+    usage: Callable[[str, str | None], float | None],
+    expected: float,
+) -> None:
+    found = hpa_load(_spec(*metrics), _status(*current), request=_requests, usage=usage)
+    assert found is not None
+    assert found.load == pytest.approx(expected)
+    # the target and the metric are still the HPA's
+    from_status = hpa_load(_spec(*metrics), _status(*current), request=_requests)
+    assert from_status is not None
+    assert (found.metric, found.target) == (from_status.metric, from_status.target)
+
+
+def test_the_deciding_metric_is_chosen_on_the_hpas_status_not_the_pods_usage() -> None:
+    # the HPA's status: cpu at ratio 0.5, rps at 0.8 -> rps decides, whatever this pod's cpu
+    found = hpa_load(
+        _spec(CPU, RPS),
+        _status(
+            _cpu_status(value_milli=180, utilization=30),
+            MetricStatus("Pods", MetricValueStatus(average_value_milli=40_000)),
+        ),
+        request=_requests,
+        usage=lambda resource, container: 10.0,
+    )
+    assert found is not None
+    assert (found.metric, found.load) == ("Pods requests_per_second", 40.0)
