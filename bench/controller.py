@@ -798,7 +798,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="give up waiting for every HPA's first reconcile after this many extra periods",
     )
     parser.add_argument(
-        "--profile", metavar="FILE", help="write a cProfile of the steady window (--cold-start: of the first pass) to FILE",
+        "--profile",
+        metavar="FILE",
+        help="write a cProfile of the steady window (--cold-start: of the first pass) to FILE",
     )
     parser.add_argument(
         "--memory-top",
