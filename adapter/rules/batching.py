@@ -277,16 +277,25 @@ def build_batch_query(
     exprs = [render_query_part(part)[0] for part in parts]
     group_by = [resource_label]
     answer_namespace_label: str | None = None
+    namespaced = False
     if resource_label != namespace_label:
         if across_namespaces:
             exprs.append(label_neq(namespace_label, ""))
             group_by = [namespace_label, resource_label]
             answer_namespace_label = namespace_label
+            namespaced = True
         elif namespace is not None:
             if not namespace:
                 raise InvalidValueError("namespace must not be empty")
             exprs.append(label_eq(namespace_label, namespace))
-    exprs.append(label_neq(resource_label, ""))
+            namespaced = True
+    if not namespaced:
+        # With a namespace matcher the object matcher is left out: every aggregation groups by
+        # the resource label, so series without it form a group of their own (filed under the
+        # name "", which no request asks for). Prometheus answers `pod!=""` by merging the
+        # postings of every value of the label (every pod of every metric), which cost more
+        # than the query itself at 100,000 pods (docs/performance.md, "Fleet scale").
+        exprs.append(label_neq(resource_label, ""))
     group_by.extend(extra_group_by)
     for label in group_by:
         if not is_valid_label_name(label):

@@ -207,7 +207,7 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
     for _ in range(3):
         value = await provider.get_metric_by_name(info, "p-0", namespace="web")
         assert value.value_milli == 2000
-    batched = [query for query, _ in querier.queries if 'pod!=""' in query]
+    batched = [query for query, _ in querier.queries if "by (namespace,pod)" in query]
     assert len(batched) == 1
     await provider.get_metric_by_name(info, "p-0", namespace="web", metric_selector="pod=p-0")
 

@@ -146,6 +146,10 @@ def openmetrics(start: int, seed: int) -> str:
             for bound in ("0.1", "0.5", "1", "+Inf"):
                 total += chooser.randint(0, 20)
                 add("latency_bucket", f'{pod},le="{bound}"', float(total), 0.0, until)
+        # series of the namespace without a pod label: the batched query across namespaces
+        # has no pod matcher, so they are one more group of its answer, which no request reads
+        add("http_requests_total", f'namespace="{namespace}",method="GET"', 0.0, 2.0, end)
+        add("queue_depth", f'namespace="{namespace}",kind="main"', 7.0, 0.0, end)
     for node in NODES:
         add("node_temperature_celsius", f'node="{node}"', chooser.uniform(30, 80), 0.0, end)
         add("node_cpu_seconds_total", f'node="{node}"', 0.0, chooser.uniform(0, 4), end)

@@ -133,7 +133,7 @@ def test_batched_query_covers_every_object_grouped_by_namespace_and_resource() -
         across_namespaces=True,
     )
     assert everywhere.query == (
-        'sum(rate(container_cpu_usage_seconds_total{namespace!="",pod!="",container!="POD"}[2m]))'
+        'sum(rate(container_cpu_usage_seconds_total{namespace!="",container!="POD"}[2m]))'
         " by (namespace,pod)"
     )
     assert (everywhere.namespace_label, everywhere.resource_label) == ("namespace", "pod")
@@ -146,7 +146,7 @@ def test_batched_query_covers_every_object_grouped_by_namespace_and_resource() -
         metric_selector=parse_metric_selector("cpu=total"),
     )
     assert one.query == (
-        'sum(rate(container_cpu_usage_seconds_total{cpu="total",namespace="web",pod!="",'
+        'sum(rate(container_cpu_usage_seconds_total{cpu="total",namespace="web",'
         'container!="POD"}[2m])) by (pod)'
     )
     assert one.namespace_label is None
