@@ -193,10 +193,11 @@ class VpaState:
     ) -> None:
         """``updateRecommendationLocked``: each aggregate remembers its container's uncapped
         target."""
-        for container in recommendation:
-            for key, state in self.aggregate_container_states.items():
-                if key.container_name == container.container_name:
-                    state.last_recommendation = container.uncapped_target
+        uncapped = {c.container_name: c.uncapped_target for c in recommendation}
+        for key, state in self.aggregate_container_states.items():
+            target = uncapped.get(key.container_name)
+            if target is not None:
+                state.last_recommendation = target
         self.recommendation = recommendation
 
     # -- aggregations ------------------------------------------------------------------------

@@ -226,23 +226,28 @@ class PodResourceRecommender:
             memory_amount_from_bytes(self.min_memory_mb * 1024 * 1024), fraction
         )
         chains = self.chains(min_cpu, min_memory)
-        record: list[float] | None = None
-        inputs: EstimationInput | None = None
-        for container_name, state in container_name_to_aggregate_state_map.items():
+        names = list(container_name_to_aggregate_state_map)
+        inputs: list[EstimationInput] = []
+        like: EstimationInput | None = None
+        for state in container_name_to_aggregate_state_map.values():
+            like = EstimationInput(state, like=like)
+            inputs.append(like)
+        records: list[list[float]] | None = [[] for _ in names] if explain else None
+        target_cpu, target_memory, lower_cpu, lower_memory, upper_cpu, upper_memory = (
+            estimator.estimate_all(inputs, records) for estimator, _, _ in chains
+        )
+        for i, container_name in enumerate(names):
+            state = inputs[i].state
             controlled = state.get_controlled_resources()
-            if explain:
-                record = []
-            inputs = EstimationInput(state, like=inputs)
-            values = [estimator.estimate(inputs, record) for estimator, _, _ in chains]
-            target = Resources(cpu=values[0], memory=values[1])
-            lower = Resources(cpu=values[2], memory=values[3])
-            upper = Resources(cpu=values[4], memory=values[5])
+            target = Resources(cpu=target_cpu[i], memory=target_memory[i])
+            lower = Resources(cpu=lower_cpu[i], memory=lower_memory[i])
+            upper = Resources(cpu=upper_cpu[i], memory=upper_memory[i])
             if len(controlled) < len(_RESOURCES):
                 target = target.filtered(controlled)
                 lower = lower.filtered(controlled)
                 upper = upper.filtered(controlled)
             recommendation[container_name] = (target, lower, upper)
-            if record is None:
+            if records is None:
                 continue
             parts.append(
                 (
@@ -258,7 +263,7 @@ class PodResourceRecommender:
                         min_memory,
                         self,
                         controlled,
-                        tuple(record),
+                        tuple(records[i]),
                     ),
                 )
             )
