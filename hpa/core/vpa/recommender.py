@@ -375,9 +375,10 @@ def get_container_name_to_aggregate_state_map(
     return result
 
 
+_UNROUNDED = RecommendationFormat()
+
+
 def _rounded(resources: Resources, recommendation_format: RecommendationFormat) -> Resources:
-    if recommendation_format.round_cpu_millicores == recommendation_format.round_memory_bytes == 1:
-        return resources
     cpu, memory = resources.cpu, resources.memory
     if cpu is not None and cpu != 0 and recommendation_format.round_cpu_millicores != 1:
         cpu = round_up_to_scale(cpu, recommendation_format.round_cpu_millicores)
@@ -393,18 +394,14 @@ def map_to_list_of_recommended_container_resources(
     """Sorted by container name, rounded, ``uncapped_target`` = target
     (``MapToListOfRecommendedContainerResources``)."""
     result: list[RecommendedContainerResources] = []
+    unrounded = recommendation_format == _UNROUNDED
     for name in sorted(resources):
         target, lower, upper = resources[name]
-        rounded_target = _rounded(target, recommendation_format)
-        result.append(
-            RecommendedContainerResources(
-                container_name=name,
-                target=rounded_target,
-                lower_bound=_rounded(lower, recommendation_format),
-                upper_bound=_rounded(upper, recommendation_format),
-                uncapped_target=rounded_target,
-            )
-        )
+        if not unrounded:
+            target = _rounded(target, recommendation_format)
+            lower = _rounded(lower, recommendation_format)
+            upper = _rounded(upper, recommendation_format)
+        result.append(RecommendedContainerResources(name, target, lower, upper, target))
     return tuple(result)
 
 
@@ -486,11 +483,14 @@ def apply_vpa_policy(
     """Cap target and bounds to the container policy's ``minAllowed``/``maxAllowed`` (the global
     maximum, ``--container-recommendation-max-allowed-cpu/-memory``, for resources the policy's
     ``maxAllowed`` does not name); ``uncapped_target`` stays (``ApplyVPAPolicy``)."""
+    no_global_max = global_max_allowed == NO_RESOURCES
+    if policy is None and no_global_max:
+        return tuple(recommendations), ()
     result: list[RecommendedContainerResources] = []
     entries: list[TraceEntry] = []
     for r in recommendations:
         container_policy = get_container_resource_policy(r.container_name, policy)
-        if container_policy is None and global_max_allowed == NO_RESOURCES:
+        if container_policy is None and no_global_max:
             result.append(r)
             continue
         min_allowed = container_policy.min_allowed if container_policy is not None else NO_RESOURCES
