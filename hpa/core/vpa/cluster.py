@@ -427,9 +427,7 @@ class ClusterState:
         container = pod.containers.get(container_id.container_name)
         if container is None:
             raise ClusterStateKeyError(container_id)
-        container.aggregator = self._find_or_create(
-            pod, container_id.container_name, now_ns=now_ns
-        )
+        container.aggregator = self._find_or_create(pod, container_id.container_name, now_ns=now_ns)
         return container
 
     def add_cpu_sample(

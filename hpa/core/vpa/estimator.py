@@ -108,9 +108,8 @@ class EstimationInput:
     def percentile(self, resource: ResourceName, percentile: float) -> float:
         """The ``percentile`` of the state's CPU usage (cores) or memory peaks (bytes) histogram;
         the first one asked of a histogram computes all its wanted ones."""
-        histogram = (
-            self.state.aggregate_cpu_usage if resource is _CPU else self.state.aggregate_memory_peaks
-        )
+        state = self.state
+        histogram = state.aggregate_cpu_usage if resource is _CPU else state.aggregate_memory_peaks
         values = self._percentiles.get(resource)
         if values is None:
             wanted = self._wanted.get(resource, ())
