@@ -32,7 +32,7 @@ serves both, the percentile estimator naming its resource. ``PercentileEstimator
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,61 +65,32 @@ Step = tuple[str, float]
 _MINUTE_NS = 60_000_000_000
 _CPU = ResourceName.CPU
 """Read once: an enum member's lookup on its class costs more than the estimator's arithmetic."""
-_MEMORY = ResourceName.MEMORY
-_NO_PERCENTILES: Mapping[ResourceName, Sequence[float]] = {}
 
 
 class EstimationInput:
     """The container an estimator reads, and the numbers that several estimators read, each
-    computed once: the histograms' percentiles (every percentile of one histogram that the chains
-    read, ``percentiles``, from one walk of its buckets), the confidence per confidence interval
-    and the confidence multipliers' factors by (multiplier, exponent, interval) (the lower bounds
-    of CPU and memory share one, the upper bounds another).
+    computed once: the confidence per confidence interval and the confidence multipliers' factors
+    by (multiplier, exponent, interval) (the lower bounds of CPU and memory share one, the upper
+    bounds another).
 
     The confidence reads only the state's first and last sample times and its sample count, so
     states with the same three (the containers of one pod, sampled together) can share these
     numbers: ``like`` is another state's input to share them with when its three are the same."""
 
-    __slots__ = ("_confidence", "_percentiles", "_wanted", "factors", "state")
+    __slots__ = ("_confidence", "factors", "state")
 
     state: AggregateContainerState
     factors: dict[tuple[float, float, int], float]
     _confidence: dict[int, float]
-    _wanted: Mapping[ResourceName, Sequence[float]]
-    _percentiles: dict[ResourceName, dict[float, float]]
 
-    def __init__(
-        self,
-        state: AggregateContainerState,
-        like: EstimationInput | None = None,
-        *,
-        percentiles: Mapping[ResourceName, Sequence[float]] = _NO_PERCENTILES,
-    ) -> None:
+    def __init__(self, state: AggregateContainerState, like: EstimationInput | None = None) -> None:
         self.state = state
-        self._wanted = percentiles
-        self._percentiles = {}
         if like is not None and sample_history(like.state) == sample_history(state):
             self._confidence = like._confidence
             self.factors = like.factors
         else:
             self._confidence = {}
             self.factors = {}
-
-    def percentile(self, resource: ResourceName, percentile: float) -> float:
-        """The ``percentile`` of the state's CPU usage (cores) or memory peaks (bytes) histogram;
-        the first one asked of a histogram computes all its wanted ones."""
-        state = self.state
-        histogram = state.aggregate_cpu_usage if resource is _CPU else state.aggregate_memory_peaks
-        values = self._percentiles.get(resource)
-        if values is None:
-            wanted = self._wanted.get(resource, ())
-            values = self._percentiles[resource] = dict(
-                zip(wanted, histogram.percentiles(wanted), strict=True)
-            )
-        value = values.get(percentile)
-        if value is None:
-            value = values[percentile] = histogram.percentile(percentile)
-        return value
 
     def confidence(self, confidence_interval_ns: int) -> float:
         """:func:`get_confidence` of the state."""
@@ -218,11 +189,13 @@ class PercentileEstimator:
             if cpu:
                 if override and container.target_cpu_percentile is not None:
                     percentile = container.target_cpu_percentile
-                value = cpu_amount_from_cores(container_input.percentile(_CPU, percentile))
+                value = cpu_amount_from_cores(container.aggregate_cpu_usage.percentile(percentile))
             else:
                 if override and container.target_memory_percentile is not None:
                     percentile = container.target_memory_percentile
-                value = memory_amount_from_bytes(container_input.percentile(_MEMORY, percentile))
+                value = memory_amount_from_bytes(
+                    container.aggregate_memory_peaks.percentile(percentile)
+                )
             if records is not None:
                 records[i].append(percentile)
                 records[i].append(value)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hpa.core.vpa.gomath import (
@@ -279,38 +279,21 @@ class Histogram:
         """The end of the first bucket where the cumulative weight reaches ``percentile`` of the
         total, never past ``max_bucket``; the start of the last bucket if that is where it ends;
         0.0 when empty (``Percentile``)."""
-        return self.percentiles((percentile,))[0]
-
-    def percentiles(self, percentiles: Sequence[float]) -> list[float]:
-        """:meth:`percentile` of each of ``percentiles``, from one walk of the buckets (the
-        cumulative weights are the same sums, added in the same order, for every percentile)."""
         if self.is_empty():
-            return [0.0] * len(percentiles)
-        total = self.total_weight
-        thresholds = [p * total for p in percentiles]
-        max_bucket = self.max_bucket
-        found = [max_bucket] * len(thresholds)
-        # ascending thresholds (a NaN one is never reached: it stays at max_bucket)
-        pending = sorted(
-            (i for i, t in enumerate(thresholds) if t == t), key=thresholds.__getitem__
-        )
-        remaining = len(pending)
-        k = 0
+            return 0.0
         partial_sum = 0.0
+        threshold = percentile * self.total_weight
         bucket = self.min_bucket
+        max_bucket = self.max_bucket
         weights, offset = self._weights, self._offset
-        while bucket < max_bucket and k < remaining:
+        while bucket < max_bucket:
             partial_sum += weights[bucket - offset]
-            while k < remaining and partial_sum >= thresholds[pending[k]]:
-                found[pending[k]] = bucket
-                k += 1
+            if partial_sum >= threshold:
+                break
             bucket += 1
-        options = self.options
-        last = options.num_buckets - 1
-        return [
-            options.get_bucket_start(b + 1) if b < last else options.get_bucket_start(b)
-            for b in found
-        ]
+        if bucket < self.options.num_buckets - 1:
+            return self.options.get_bucket_start(bucket + 1)
+        return self.options.get_bucket_start(bucket)
 
     def is_empty(self) -> bool:
         """True when the first non-empty bucket weighs less than epsilon (``IsEmpty``)."""

@@ -181,9 +181,6 @@ class PodResourceRecommender:
     min_memory_mb: float = 0.0
     confidence_interval_cpu_ns: int = 24 * HOUR_NS
     confidence_interval_memory_ns: int = 24 * HOUR_NS
-    percentiles: Mapping[ResourceName, tuple[float, ...]] = field(default_factory=dict)
-    """The percentiles the chains read of each resource's histogram: computed together, in one
-    walk of its buckets, per container (another one a chain reads is computed on its own)."""
     _chains: dict[tuple[int, int], tuple[tuple[Estimator, ResourceName, str], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -233,7 +230,7 @@ class PodResourceRecommender:
         inputs: list[EstimationInput] = []
         like: EstimationInput | None = None
         for state in container_name_to_aggregate_state_map.values():
-            like = EstimationInput(state, like=like, percentiles=self.percentiles)
+            like = EstimationInput(state, like=like)
             inputs.append(like)
         records: list[list[float]] | None = [[] for _ in names] if explain else None
         target_cpu, target_memory, lower_cpu, lower_memory, upper_cpu, upper_memory = (
@@ -357,18 +354,6 @@ def create_pod_resource_recommender(
         min_memory_mb=config.pod_min_memory_mb,
         confidence_interval_cpu_ns=config.confidence_interval_cpu_ns,
         confidence_interval_memory_ns=config.confidence_interval_memory_ns,
-        percentiles={
-            cpu: (
-                config.target_cpu_percentile,
-                config.lower_bound_cpu_percentile,
-                config.upper_bound_cpu_percentile,
-            ),
-            memory: (
-                config.target_memory_percentile,
-                config.lower_bound_memory_percentile,
-                config.upper_bound_memory_percentile,
-            ),
-        },
     )
 
 
