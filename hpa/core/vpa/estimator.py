@@ -39,9 +39,9 @@ from typing import Protocol
 from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.amount import (
     ResourceName,
-    cpu_amount_from_cores,
-    memory_amount_from_bytes,
-    scale_resource,
+    cpu_amounts_from_cores,
+    memory_amounts_from_bytes,
+    scale_resources,
 )
 from hpa.core.vpa.gomath import go_pow, sub_ns
 
@@ -180,26 +180,27 @@ class PercentileEstimator:
     def estimate_all(
         self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
     ) -> list[int]:
-        values: list[int] = []
         cpu = self.resource is _CPU
         override = self.per_container_override
-        for i, container_input in enumerate(inputs):
+        percentiles: list[float] = []
+        raw: list[float] = []
+        for container_input in inputs:
             container = container_input.state
             percentile = self.percentile
             if cpu:
                 if override and container.target_cpu_percentile is not None:
                     percentile = container.target_cpu_percentile
-                value = cpu_amount_from_cores(container.aggregate_cpu_usage.percentile(percentile))
+                raw.append(container.aggregate_cpu_usage.percentile(percentile))
             else:
                 if override and container.target_memory_percentile is not None:
                     percentile = container.target_memory_percentile
-                value = memory_amount_from_bytes(
-                    container.aggregate_memory_peaks.percentile(percentile)
-                )
-            if records is not None:
-                records[i].append(percentile)
-                records[i].append(value)
-            values.append(value)
+                raw.append(container.aggregate_memory_peaks.percentile(percentile))
+            percentiles.append(percentile)
+        values = cpu_amounts_from_cores(raw) if cpu else memory_amounts_from_bytes(raw)
+        if records is not None:
+            for record, percentile, value in zip(records, percentiles, values, strict=True):
+                record.append(percentile)
+                record.append(value)
         return values
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
@@ -220,14 +221,10 @@ class MarginEstimator:
     def estimate_all(
         self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
     ) -> list[int]:
-        fraction = self.margin_fraction
-        return _record(
-            records,
-            [
-                base + scale_resource(base, fraction)
-                for base in self.base_estimator.estimate_all(inputs, records)
-            ],
-        )
+        bases = self.base_estimator.estimate_all(inputs, records)
+        margins = scale_resources(bases, [self.margin_fraction] * len(bases))
+        values = [base + margin for base, margin in zip(bases, margins, strict=True)]
+        return _record(records, values)
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         steps = self.base_estimator.describe(recorded)
@@ -281,21 +278,24 @@ class ConfidenceMultiplier:
         bases = self.base_estimator.estimate_all(inputs, records)
         interval = self.confidence_interval_ns
         key = (self.multiplier, self.exponent, interval)
-        values: list[int] = []
-        for i, container_input in enumerate(inputs):
-            factors = container_input.factors
-            factor = factors.get(key)
+        factors: list[float] = []
+        for container_input in inputs:
+            shared = container_input.factors
+            factor = shared.get(key)
             if factor is None:
-                factor = factors[key] = go_pow(
+                factor = shared[key] = go_pow(
                     1.0 + _divide(self.multiplier, container_input.confidence(interval)),
                     self.exponent,
                 )
-            value = scale_resource(bases[i], factor)
-            if records is not None:
-                records[i].append(container_input.confidence(interval))
-                records[i].append(factor)
-                records[i].append(value)
-            values.append(value)
+            factors.append(factor)
+        values = scale_resources(bases, factors)
+        if records is not None:
+            for record, container_input, factor, value in zip(
+                records, inputs, factors, values, strict=True
+            ):
+                record.append(container_input.confidence(interval))
+                record.append(factor)
+                record.append(value)
         return values
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
