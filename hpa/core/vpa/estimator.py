@@ -77,15 +77,18 @@ class EstimationInput:
     states with the same three (the containers of one pod, sampled together) can share these
     numbers: ``like`` is another state's input to share them with when its three are the same."""
 
-    __slots__ = ("_confidence", "factors", "state")
+    __slots__ = ("_confidence", "factors", "history", "state")
 
     state: AggregateContainerState
+    history: tuple[int, int, int]
+    """:func:`sample_history` of the state."""
     factors: dict[tuple[float, float, int], float]
     _confidence: dict[int, float]
 
     def __init__(self, state: AggregateContainerState, like: EstimationInput | None = None) -> None:
         self.state = state
-        if like is not None and sample_history(like.state) == sample_history(state):
+        self.history = sample_history(state)
+        if like is not None and like.history == self.history:
             self._confidence = like._confidence
             self.factors = like.factors
         else:
