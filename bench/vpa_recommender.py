@@ -26,6 +26,10 @@ work, not the API server's or the network's.
   least recently written VPAs first, until ``--checkpoints-timeout``), and the seconds the
   pass's requests waited for the client limit.
 
+* **recommendations digest**: a hash of every VPA's recommendation after the steady pass (each
+  container's target, bounds and uncapped target), so that runs before and after a change to the
+  model show at a glance whether its outputs are the same.
+
 Only counts and CPU times are reported, never asserted.
 """
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import hashlib
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -261,6 +266,31 @@ class Result:
     steady: Pass
     peak_rss_bytes: int
     rss_bytes: int
+    digest: str
+    """Of every VPA's recommendation after the steady pass (see :func:`recommendations_digest`)."""
+
+
+def recommendations_digest(model: ClusterState) -> str:
+    """SHA-256 (first 16 hex digits) of every VPA's recommendation, by VPA: each container's
+    target, lower and upper bound and uncapped target, so two runs' outputs compare at a glance."""
+    digest = hashlib.sha256()
+    for vpa_id in sorted(model.vpas, key=lambda v: (v.namespace, v.vpa_name)):
+        recommendation = model.vpas[vpa_id].recommendation or ()
+        digest.update(f"{vpa_id.namespace}/{vpa_id.vpa_name}:".encode())
+        for r in recommendation:
+            digest.update(
+                repr(
+                    (
+                        r.container_name,
+                        (r.target.cpu, r.target.memory),
+                        (r.lower_bound.cpu, r.lower_bound.memory),
+                        (r.upper_bound.cpu, r.upper_bound.memory),
+                        (r.uncapped_target.cpu, r.uncapped_target.memory),
+                    )
+                ).encode()
+            )
+        digest.update(b";")
+    return digest.hexdigest()[:16]
 
 
 async def measure(
@@ -334,6 +364,7 @@ async def measure(
         steady=steady,
         peak_rss_bytes=peak,
         rss_bytes=rss,
+        digest=recommendations_digest(model),
     )
 
 
@@ -377,6 +408,7 @@ def render(result: Result, *, command: str) -> str:
             _pass_line("first", result.first),
             _pass_line("steady", result.steady),
             f"RSS: peak {result.peak_rss_bytes / mb:.0f} MB, now {result.rss_bytes / mb:.0f} MB",
+            f"recommendations digest: {result.digest}",
             "CPU-s per step (first / steady): "
             + ", ".join(
                 f"{step} {result.first.steps.get(step, 0.0):.2f} / {seconds:.2f}"

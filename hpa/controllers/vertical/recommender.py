@@ -383,28 +383,36 @@ class Recommender:
     # -- one pass -----------------------------------------------------------------------------
 
     def _conflicts(
-        self, vpa: VpaState, scalers: dict[str, Sequence[HorizontalScaler]]
+        self,
+        vpa: VpaState,
+        scalers: dict[str, dict[tuple[str, str], list[HorizontalScaler]]],
     ) -> tuple[HorizontalConflict, ...]:
         """The VPA's conflicts with the HPAs of its namespace (``scalers``: the pass's HPAs by
-        namespace, each namespace's read once per pass)."""
+        namespace and by the kind and name of their target, each namespace's read once per
+        pass, so a VPA looks only at the HPAs that name its workload)."""
         if self.settings.hpa_awareness is HpaAwareness.OFF or vpa.target_ref is None:
             return ()
         api_version, kind, name = vpa.target_ref
         namespace = vpa.id.namespace
-        if namespace not in scalers:
-            scalers[namespace] = self.hpas(namespace)
-        if not scalers[namespace]:
+        by_target = scalers.get(namespace)
+        if by_target is None:
+            by_target = scalers[namespace] = {}
+            for hpa in self.hpas(namespace):
+                ref = hpa.spec.scale_target_ref
+                by_target.setdefault((ref.kind, ref.name), []).append(hpa)
+        candidates = by_target.get((kind, name))
+        if not candidates:
             return ()
         return horizontal_conflicts(
             namespace,
             CrossVersionObjectReference(kind=kind, name=name, api_version=api_version),
-            scalers[namespace],
+            candidates,
         )
 
     async def update_vpas(self, *, now_ns: int) -> None:
         """``UpdateVPAs``: recommend each VPA and write its status when it changed."""
         processed: list[VpaState] = []
-        scalers: dict[str, Sequence[HorizontalScaler]] = {}
+        scalers: dict[str, dict[tuple[str, str], list[HorizontalScaler]]] = {}
         for vpa_id, observed in list(self.feeder.observed.items()):
             vpa = self.cluster.vpas.get(vpa_id)
             if vpa is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -30,11 +31,15 @@ __all__ = [
     "Resources",
     "cores_from_cpu_amount",
     "cpu_amount_from_cores",
+    "cpu_amounts_from_cores",
     "memory_amount_from_bytes",
+    "memory_amounts_from_bytes",
     "quantity_text",
     "resource_amount_from_float",
+    "resource_amounts_from_floats",
     "round_up_to_scale",
     "scale_resource",
+    "scale_resources",
 ]
 
 MAX_RESOURCE_AMOUNT = 10**14
@@ -48,20 +53,36 @@ class ResourceName(StrEnum):
     MEMORY = "memory"
 
 
+def resource_amounts_from_floats(amounts: Iterable[float]) -> list[int]:
+    """Each amount truncated toward zero, capped to ``[0, MAX_RESOURCE_AMOUNT]`` (NaN as Go on
+    amd64). The conversions below are this one, for one amount or for a batch (a VPA's
+    containers, estimated together)."""
+    out: list[int] = []
+    for amount in amounts:
+        if amount > 1e14:
+            out.append(MAX_RESOURCE_AMOUNT)
+        elif amount < 0:
+            out.append(0)
+        elif amount != amount:
+            out.append(float_to_int64(amount))
+        else:
+            out.append(int(amount))  # Go's int64(x) within the int64 range: truncation
+    return out
+
+
 def resource_amount_from_float(amount: float) -> int:
     """Truncate toward zero, capped to ``[0, MAX_RESOURCE_AMOUNT]`` (NaN as Go on amd64)."""
-    if amount > 1e14:
-        return MAX_RESOURCE_AMOUNT
-    if amount < 0:
-        return 0
-    if amount != amount:
-        return float_to_int64(amount)
-    return int(amount)  # Go's int64(x) within the int64 range: truncation
+    return resource_amounts_from_floats((amount,))[0]
+
+
+def cpu_amounts_from_cores(cores: Iterable[float]) -> list[int]:
+    """Millicores from cores (``CPUAmountFromCores``), of each."""
+    return resource_amounts_from_floats([c * 1000.0 for c in cores])
 
 
 def cpu_amount_from_cores(cores: float) -> int:
     """Millicores from cores (``CPUAmountFromCores``)."""
-    return resource_amount_from_float(cores * 1000.0)
+    return cpu_amounts_from_cores((cores,))[0]
 
 
 def cores_from_cpu_amount(cpu_amount: int) -> float:
@@ -69,14 +90,25 @@ def cores_from_cpu_amount(cpu_amount: int) -> float:
     return float(cpu_amount) / 1000.0
 
 
+def memory_amounts_from_bytes(num_bytes: Iterable[float]) -> list[int]:
+    """Bytes, truncated and capped (``MemoryAmountFromBytes``), of each."""
+    return resource_amounts_from_floats(num_bytes)
+
+
 def memory_amount_from_bytes(num_bytes: float) -> int:
     """Bytes, truncated and capped (``MemoryAmountFromBytes``)."""
-    return resource_amount_from_float(num_bytes)
+    return memory_amounts_from_bytes((num_bytes,))[0]
+
+
+def scale_resources(amounts: Iterable[int], factors: Iterable[float]) -> list[int]:
+    """``amount * factor`` as an amount (``ScaleResource``), of each pair."""
+    # the int converted as float(amount)
+    return resource_amounts_from_floats([a * f for a, f in zip(amounts, factors, strict=True)])
 
 
 def scale_resource(amount: int, factor: float) -> int:
     """``amount * factor`` as an amount (``ScaleResource``)."""
-    return resource_amount_from_float(amount * factor)  # the int converted as float(amount)
+    return scale_resources((amount,), (factor,))[0]
 
 
 def round_up_to_scale(value: int, scale: int) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from hpa.core.selector import Selector
 from hpa.core.vpa.aggregation import (
@@ -67,26 +68,25 @@ class ClusterStateKeyError(KeyError):
         return f"KeyError: {self.args[0]}"
 
 
-@dataclass(frozen=True, slots=True)
-class PodId:
+class PodId(NamedTuple):
+    """A pod's namespace and name. The model's ids are named tuples: they key its dicts on every
+    sample, and a tuple's hash and comparison run in C (a dataclass's are Python functions)."""
+
     namespace: str
     pod_name: str
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerId:
+class ContainerId(NamedTuple):
     pod_id: PodId
     container_name: str
 
 
-@dataclass(frozen=True, slots=True)
-class VpaId:
+class VpaId(NamedTuple):
     namespace: str
     vpa_name: str
 
 
-@dataclass(frozen=True, slots=True)
-class AggregateStateKey:
+class AggregateStateKey(NamedTuple):
     """``aggregateStateKey``: equal keys share one aggregate."""
 
     namespace: str
@@ -193,10 +193,11 @@ class VpaState:
     ) -> None:
         """``updateRecommendationLocked``: each aggregate remembers its container's uncapped
         target."""
-        for container in recommendation:
-            for key, state in self.aggregate_container_states.items():
-                if key.container_name == container.container_name:
-                    state.last_recommendation = container.uncapped_target
+        uncapped = {c.container_name: c.uncapped_target for c in recommendation}
+        for key, state in self.aggregate_container_states.items():
+            target = uncapped.get(key.container_name)
+            if target is not None:
+                state.last_recommendation = target
         self.recommendation = recommendation
 
     # -- aggregations ------------------------------------------------------------------------
@@ -370,9 +371,7 @@ class ClusterState:
             pod.label_set_key = key
             self._pods_by_label_set.setdefault((pod_id.namespace, key), {})[pod_id] = pod
             for name, container in pod.containers.items():
-                container.aggregator = self._find_or_create(
-                    ContainerId(pod_id, name), now_ns=now_ns
-                )
+                container.aggregator = self._find_or_create(pod, name, now_ns=now_ns)
             self._count_pod(pod, +1)
         pod.phase = phase
 
@@ -418,7 +417,7 @@ class ClusterState:
             raise ClusterStateKeyError(container_id.pod_id)
         name = container_id.container_name
         if name not in pod.containers:
-            pod.containers[name] = ContainerState(self._find_or_create(container_id, now_ns=now_ns))
+            pod.containers[name] = ContainerState(self._find_or_create(pod, name, now_ns=now_ns))
         pod.requests[name] = request
 
     def _container(self, container_id: ContainerId, *, now_ns: int) -> ContainerState:
@@ -428,7 +427,7 @@ class ClusterState:
         container = pod.containers.get(container_id.container_name)
         if container is None:
             raise ClusterStateKeyError(container_id)
-        container.aggregator = self._find_or_create(container_id, now_ns=now_ns)
+        container.aggregator = self._find_or_create(pod, container_id.container_name, now_ns=now_ns)
         return container
 
     def add_cpu_sample(
@@ -516,10 +515,11 @@ class ClusterState:
     def make_aggregate_state_key(self, pod: PodState, container_name: str) -> AggregateStateKey:
         return AggregateStateKey(pod.id.namespace, container_name, pod.label_set_key)
 
-    def _find_or_create(self, container_id: ContainerId, *, now_ns: int) -> AggregateContainerState:
+    def _find_or_create(
+        self, pod: PodState, container_name: str, *, now_ns: int
+    ) -> AggregateContainerState:
         """``findOrCreateAggregateContainerState`` (a new aggregate is created at ``now_ns``)."""
-        pod = self.pods[container_id.pod_id]
-        key = self.make_aggregate_state_key(pod, container_id.container_name)
+        key = self.make_aggregate_state_key(pod, container_name)
         state = self.aggregate_state_map.get(key)
         if state is None:
             state = AggregateContainerState(self.config, creation_time_ns=now_ns)

@@ -7,10 +7,13 @@ safety margin (``WithCPUMargin``/``WithMemoryMargin``), the confidence multiplie
 (``WithCPUMinResource``) and the constant estimators used by upstream's tests. Each wraps a base
 estimator, so a chain reads like upstream's ``CreatePodResourceRecommender``.
 
-Every ``estimate`` takes an optional ``record`` list and appends the numbers it computed (its
-amount, and the percentile or confidence it used), innermost first; ``describe`` turns those
-numbers back into :data:`Step` lines when the explanation is read. Recording plain numbers keeps a
-recommendation's trace to a few tuples of floats. The arithmetic is the same with or without it.
+Each estimator estimates a batch of containers at once (``estimate_all``: one call per chain
+link for all the containers of a VPA, instead of one per container), and ``estimate`` is that
+batch of one. Each takes optional ``records`` (one list per container) and appends the numbers it
+computed (its amount, and the percentile or confidence it used), innermost first; ``describe``
+turns those numbers back into :data:`Step` lines when the explanation is read. Recording plain
+numbers keeps a recommendation's trace to a few tuples of floats. The arithmetic is the same with
+or without it.
 
 A recommender's six chains read one container through one :class:`EstimationInput`, which
 computes the container's confidence once per confidence interval (upstream computes it in each of
@@ -29,16 +32,16 @@ serves both, the percentile estimator naming its resource. ``PercentileEstimator
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.amount import (
     ResourceName,
-    cpu_amount_from_cores,
-    memory_amount_from_bytes,
-    scale_resource,
+    cpu_amounts_from_cores,
+    memory_amounts_from_bytes,
+    scale_resources,
 )
 from hpa.core.vpa.gomath import go_pow, sub_ns
 
@@ -51,6 +54,7 @@ __all__ = [
     "MinResourceEstimator",
     "PercentileEstimator",
     "Step",
+    "estimate_one",
     "get_confidence",
     "sample_history",
 ]
@@ -73,15 +77,18 @@ class EstimationInput:
     states with the same three (the containers of one pod, sampled together) can share these
     numbers: ``like`` is another state's input to share them with when its three are the same."""
 
-    __slots__ = ("_confidence", "factors", "state")
+    __slots__ = ("_confidence", "factors", "history", "state")
 
     state: AggregateContainerState
+    history: tuple[int, int, int]
+    """:func:`sample_history` of the state."""
     factors: dict[tuple[float, float, int], float]
     _confidence: dict[int, float]
 
     def __init__(self, state: AggregateContainerState, like: EstimationInput | None = None) -> None:
         self.state = state
-        if like is not None and sample_history(like.state) == sample_history(state):
+        self.history = sample_history(state)
+        if like is not None and like.history == self.history:
             self._confidence = like._confidence
             self.factors = like.factors
         else:
@@ -111,11 +118,35 @@ EstimatorInput = AggregateContainerState | EstimationInput
 class Estimator(Protocol):
     """An estimate of one resource (millicores for CPU, bytes for memory)."""
 
-    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int: ...
+    def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
+        """The estimate of one container (:func:`estimate_one`)."""
+        ...
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        """The estimate of each container of ``inputs``; with ``records``, each container's
+        numbers appended to its list."""
+        ...
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         """The lines for the numbers ``estimate`` recorded, innermost first."""
         ...
+
+
+def estimate_one(
+    estimator: Estimator, state: EstimatorInput, record: list[float] | None = None
+) -> int:
+    """``estimator``'s estimate of one container: its batch of one."""
+    inputs = state if isinstance(state, EstimationInput) else EstimationInput(state)
+    return estimator.estimate_all((inputs,), None if record is None else (record,))[0]
+
+
+def _record(records: Sequence[list[float]] | None, values: list[int]) -> list[int]:
+    if records is not None:
+        for record, value in zip(records, values, strict=True):
+            record.append(value)
+    return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +156,12 @@ class ConstEstimator:
     value: int
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        if record is not None:
-            record.append(self.value)
-        return self.value
+        return estimate_one(self, state, record)
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        return _record(records, [self.value] * len(inputs))
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         return [("constant", next(recorded))]
@@ -144,22 +178,33 @@ class PercentileEstimator:
     """Use the state's ``target_cpu_percentile``/``target_memory_percentile`` when set."""
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        container = state.state if isinstance(state, EstimationInput) else state
-        percentile = self.percentile
-        if self.resource is _CPU:
-            if self.per_container_override and container.target_cpu_percentile is not None:
-                percentile = container.target_cpu_percentile
-            value = cpu_amount_from_cores(container.aggregate_cpu_usage.percentile(percentile))
-        else:
-            if self.per_container_override and container.target_memory_percentile is not None:
-                percentile = container.target_memory_percentile
-            value = memory_amount_from_bytes(
-                container.aggregate_memory_peaks.percentile(percentile)
-            )
-        if record is not None:
-            record.append(percentile)
-            record.append(value)
-        return value
+        return estimate_one(self, state, record)
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        cpu = self.resource is _CPU
+        override = self.per_container_override
+        percentiles: list[float] = []
+        raw: list[float] = []
+        for container_input in inputs:
+            container = container_input.state
+            percentile = self.percentile
+            if cpu:
+                if override and container.target_cpu_percentile is not None:
+                    percentile = container.target_cpu_percentile
+                raw.append(container.aggregate_cpu_usage.percentile(percentile))
+            else:
+                if override and container.target_memory_percentile is not None:
+                    percentile = container.target_memory_percentile
+                raw.append(container.aggregate_memory_peaks.percentile(percentile))
+            percentiles.append(percentile)
+        values = cpu_amounts_from_cores(raw) if cpu else memory_amounts_from_bytes(raw)
+        if records is not None:
+            for record, percentile, value in zip(records, percentiles, values, strict=True):
+                record.append(percentile)
+                record.append(value)
+        return values
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         percentile = next(recorded)
@@ -174,11 +219,15 @@ class MarginEstimator:
     base_estimator: Estimator
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        base = self.base_estimator.estimate(state, record)
-        value = base + scale_resource(base, self.margin_fraction)
-        if record is not None:
-            record.append(value)
-        return value
+        return estimate_one(self, state, record)
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        bases = self.base_estimator.estimate_all(inputs, records)
+        margins = scale_resources(bases, [self.margin_fraction] * len(bases))
+        values = [base + margin for base, margin in zip(bases, margins, strict=True)]
+        return _record(records, values)
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         steps = self.base_estimator.describe(recorded)
@@ -224,21 +273,33 @@ class ConfidenceMultiplier:
     confidence_interval_ns: int
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        inputs = state if isinstance(state, EstimationInput) else EstimationInput(state)
-        base = self.base_estimator.estimate(inputs, record)
-        confidence = inputs.confidence(self.confidence_interval_ns)
-        key = (self.multiplier, self.exponent, self.confidence_interval_ns)
-        factor = inputs.factors.get(key)
-        if factor is None:
-            factor = inputs.factors[key] = go_pow(
-                1.0 + _divide(self.multiplier, confidence), self.exponent
-            )
-        value = scale_resource(base, factor)
-        if record is not None:
-            record.append(confidence)
-            record.append(factor)
-            record.append(value)
-        return value
+        return estimate_one(self, state, record)
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        bases = self.base_estimator.estimate_all(inputs, records)
+        interval = self.confidence_interval_ns
+        key = (self.multiplier, self.exponent, interval)
+        factors: list[float] = []
+        for container_input in inputs:
+            shared = container_input.factors
+            factor = shared.get(key)
+            if factor is None:
+                factor = shared[key] = go_pow(
+                    1.0 + _divide(self.multiplier, container_input.confidence(interval)),
+                    self.exponent,
+                )
+            factors.append(factor)
+        values = scale_resources(bases, factors)
+        if records is not None:
+            for record, container_input, factor, value in zip(
+                records, inputs, factors, values, strict=True
+            ):
+                record.append(container_input.confidence(interval))
+                record.append(factor)
+                record.append(value)
+        return values
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         steps = self.base_estimator.describe(recorded)
@@ -261,11 +322,19 @@ class MinResourceEstimator:
     base_estimator: Estimator
 
     def estimate(self, state: EstimatorInput, record: list[float] | None = None) -> int:
-        base = self.base_estimator.estimate(state, record)
-        value = base if base > self.min_resource else self.min_resource
-        if record is not None:
-            record.append(value)
-        return value
+        return estimate_one(self, state, record)
+
+    def estimate_all(
+        self, inputs: Sequence[EstimationInput], records: Sequence[list[float]] | None = None
+    ) -> list[int]:
+        minimum = self.min_resource
+        return _record(
+            records,
+            [
+                base if base > minimum else minimum
+                for base in self.base_estimator.estimate_all(inputs, records)
+            ],
+        )
 
     def describe(self, recorded: Iterator[float]) -> list[Step]:
         steps = self.base_estimator.describe(recorded)

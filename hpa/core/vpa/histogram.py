@@ -155,7 +155,8 @@ class ExponentialHistogramOptions:
 
     def get_bucket_start(self, bucket: int) -> float:
         """The lower edge of ``bucket``."""
-        _check_index(bucket, self.num_buckets)
+        if not 0 <= bucket < self.num_buckets:
+            _check_index(bucket, self.num_buckets)
         return self._starts[bucket]
 
 

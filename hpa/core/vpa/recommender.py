@@ -226,23 +226,28 @@ class PodResourceRecommender:
             memory_amount_from_bytes(self.min_memory_mb * 1024 * 1024), fraction
         )
         chains = self.chains(min_cpu, min_memory)
-        record: list[float] | None = None
-        inputs: EstimationInput | None = None
-        for container_name, state in container_name_to_aggregate_state_map.items():
+        names = list(container_name_to_aggregate_state_map)
+        inputs: list[EstimationInput] = []
+        like: EstimationInput | None = None
+        for state in container_name_to_aggregate_state_map.values():
+            like = EstimationInput(state, like=like)
+            inputs.append(like)
+        records: list[list[float]] | None = [[] for _ in names] if explain else None
+        target_cpu, target_memory, lower_cpu, lower_memory, upper_cpu, upper_memory = (
+            estimator.estimate_all(inputs, records) for estimator, _, _ in chains
+        )
+        for i, container_name in enumerate(names):
+            state = inputs[i].state
             controlled = state.get_controlled_resources()
-            if explain:
-                record = []
-            inputs = EstimationInput(state, like=inputs)
-            values = [estimator.estimate(inputs, record) for estimator, _, _ in chains]
-            target = Resources(cpu=values[0], memory=values[1])
-            lower = Resources(cpu=values[2], memory=values[3])
-            upper = Resources(cpu=values[4], memory=values[5])
+            target = Resources(cpu=target_cpu[i], memory=target_memory[i])
+            lower = Resources(cpu=lower_cpu[i], memory=lower_memory[i])
+            upper = Resources(cpu=upper_cpu[i], memory=upper_memory[i])
             if len(controlled) < len(_RESOURCES):
                 target = target.filtered(controlled)
                 lower = lower.filtered(controlled)
                 upper = upper.filtered(controlled)
             recommendation[container_name] = (target, lower, upper)
-            if record is None:
+            if records is None:
                 continue
             parts.append(
                 (
@@ -258,7 +263,7 @@ class PodResourceRecommender:
                         min_memory,
                         self,
                         controlled,
-                        tuple(record),
+                        tuple(records[i]),
                     ),
                 )
             )
@@ -370,9 +375,10 @@ def get_container_name_to_aggregate_state_map(
     return result
 
 
+_UNROUNDED = RecommendationFormat()
+
+
 def _rounded(resources: Resources, recommendation_format: RecommendationFormat) -> Resources:
-    if recommendation_format.round_cpu_millicores == recommendation_format.round_memory_bytes == 1:
-        return resources
     cpu, memory = resources.cpu, resources.memory
     if cpu is not None and cpu != 0 and recommendation_format.round_cpu_millicores != 1:
         cpu = round_up_to_scale(cpu, recommendation_format.round_cpu_millicores)
@@ -388,18 +394,14 @@ def map_to_list_of_recommended_container_resources(
     """Sorted by container name, rounded, ``uncapped_target`` = target
     (``MapToListOfRecommendedContainerResources``)."""
     result: list[RecommendedContainerResources] = []
+    unrounded = recommendation_format == _UNROUNDED
     for name in sorted(resources):
         target, lower, upper = resources[name]
-        rounded_target = _rounded(target, recommendation_format)
-        result.append(
-            RecommendedContainerResources(
-                container_name=name,
-                target=rounded_target,
-                lower_bound=_rounded(lower, recommendation_format),
-                upper_bound=_rounded(upper, recommendation_format),
-                uncapped_target=rounded_target,
-            )
-        )
+        if not unrounded:
+            target = _rounded(target, recommendation_format)
+            lower = _rounded(lower, recommendation_format)
+            upper = _rounded(upper, recommendation_format)
+        result.append(RecommendedContainerResources(name, target, lower, upper, target))
     return tuple(result)
 
 
@@ -481,11 +483,14 @@ def apply_vpa_policy(
     """Cap target and bounds to the container policy's ``minAllowed``/``maxAllowed`` (the global
     maximum, ``--container-recommendation-max-allowed-cpu/-memory``, for resources the policy's
     ``maxAllowed`` does not name); ``uncapped_target`` stays (``ApplyVPAPolicy``)."""
+    no_global_max = global_max_allowed == NO_RESOURCES
+    if policy is None and no_global_max:
+        return tuple(recommendations), ()
     result: list[RecommendedContainerResources] = []
     entries: list[TraceEntry] = []
     for r in recommendations:
         container_policy = get_container_resource_policy(r.container_name, policy)
-        if container_policy is None and global_max_allowed == NO_RESOURCES:
+        if container_policy is None and no_global_max:
             result.append(r)
             continue
         min_allowed = container_policy.min_allowed if container_policy is not None else NO_RESOURCES
