@@ -81,13 +81,13 @@ async def test_serves_the_application_with_the_client_certificate(served: Served
     assert answer.endswith(b"https alice")
 
 
-async def _tcp_only(port: int, _: Served) -> None:
+async def _tcp_only(port: int) -> None:
     _, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.close()
     await writer.wait_closed()
 
 
-async def _not_tls(port: int, _: Served) -> None:
+async def _not_tls(port: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
     with contextlib.suppress(OSError):
@@ -96,7 +96,7 @@ async def _not_tls(port: int, _: Served) -> None:
     writer.close()
 
 
-async def _untrusting_client(port: int, _: Served) -> None:
+async def _untrusting_client(port: int) -> None:
     with contextlib.suppress(OSError, ssl.SSLError):
         await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
 
@@ -125,14 +125,14 @@ async def _settled(count: Callable[[], int], target: int) -> int:
     ids=["tcp-connect-and-close", "plain-http-on-the-tls-port", "client-rejects-the-certificate"],
 )
 async def test_connections_ended_in_the_handshake_leave_no_tls_state_for_the_collector(
-    served: Served, end_connection: Callable[[int, Served], Awaitable[None]]
+    served: Served, end_connection: Callable[[int], Awaitable[None]]
 ) -> None:
     gc.collect()
     gc.disable()
     try:
         baseline = _server_tls_protocols()
         for _ in range(CONNECTIONS):
-            await end_connection(served.port, served)
+            await end_connection(served.port)
 
         alive = await _settled(_server_tls_protocols, baseline)
     finally:
