@@ -35,6 +35,7 @@ from pathlib import Path
 from aiohttp import web
 
 from hpa.kube.serving import TLSSite
+from tests.faults.handshakes import ENDERS, server_tls_protocols
 from tests.lab.pki import create_ca, issue_certificate
 
 KINDS = ("complete", "tcp-only", "failed-handshake", "not-tls")
@@ -43,14 +44,6 @@ SITE_NAMES = {
     "aiohttp": "web.TCPSite(ssl_context=...) (asyncio's create_server(ssl=...))",
     "hpa": "hpa.kube.serving.TLSSite (hpa adapter, hpa vpa admission)",
 }
-
-
-def _alive() -> int:
-    """The server's ``SSLProtocol`` objects alive (the clients', in the same process, are not
-    counted)."""
-    return sum(
-        isinstance(o, asyncio.sslproto.SSLProtocol) and o._server_side for o in gc.get_objects()
-    )
 
 
 async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
@@ -62,19 +55,8 @@ async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
         writer.close()
         with contextlib.suppress(OSError, ssl.SSLError):
             await writer.wait_closed()
-    elif kind == "tcp-only":
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.close()
-    elif kind == "not-tls":
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
-        with contextlib.suppress(OSError):
-            await writer.drain()
-            await reader.read()
-        writer.close()
     else:
-        with contextlib.suppress(OSError, ssl.SSLError):
-            await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
+        await ENDERS[kind](port)
 
 
 async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]]:
@@ -106,14 +88,14 @@ async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]
         for kind in KINDS:
             gc.collect()
             gc.disable()
-            base = _alive()
+            base = server_tls_protocols()
             for _ in range(connections):
                 await _connect(kind, port, trusted)
             await asyncio.sleep(0.5)
-            before = _alive() - base
+            before = server_tls_protocols() - base
             gc.enable()
             gc.collect()
-            results[kind] = (before, _alive() - base)
+            results[kind] = (before, server_tls_protocols() - base)
     finally:
         gc.enable()
         await runner.cleanup()

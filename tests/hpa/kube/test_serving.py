@@ -9,7 +9,7 @@ import asyncio.sslproto
 import contextlib
 import gc
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from aiohttp import web
 
 from hpa.kube.serving import TLSSite
 from hpa.kube.tls import build_context
+from tests.faults.handshakes import ENDERS, server_tls_protocols
 from tests.lab.pki import CertificateAuthority, create_ca, issue_certificate
 
 CONNECTIONS = 20
@@ -81,32 +82,6 @@ async def test_serves_the_application_with_the_client_certificate(served: Served
     assert answer.endswith(b"https alice")
 
 
-async def _tcp_only(port: int) -> None:
-    _, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.close()
-    await writer.wait_closed()
-
-
-async def _not_tls(port: int) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
-    with contextlib.suppress(OSError):
-        await writer.drain()
-        await reader.read()
-    writer.close()
-
-
-async def _untrusting_client(port: int) -> None:
-    with contextlib.suppress(OSError, ssl.SSLError):
-        await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
-
-
-def _server_tls_protocols() -> int:
-    return sum(
-        isinstance(o, asyncio.sslproto.SSLProtocol) and o._server_side for o in gc.get_objects()
-    )
-
-
 async def _settled(count: Callable[[], int], target: int) -> int:
     """``count()`` once it reaches ``target``, or its value after the server had 5 s to close
     the connections."""
@@ -119,22 +94,18 @@ async def _settled(count: Callable[[], int], target: int) -> int:
     return value
 
 
-@pytest.mark.parametrize(
-    "end_connection",
-    [_tcp_only, _not_tls, _untrusting_client],
-    ids=["tcp-connect-and-close", "plain-http-on-the-tls-port", "client-rejects-the-certificate"],
-)
+@pytest.mark.parametrize("kind", sorted(ENDERS))
 async def test_connections_ended_in_the_handshake_leave_no_tls_state_for_the_collector(
-    served: Served, end_connection: Callable[[int], Awaitable[None]]
+    served: Served, kind: str
 ) -> None:
     gc.collect()
     gc.disable()
     try:
-        baseline = _server_tls_protocols()
+        baseline = server_tls_protocols()
         for _ in range(CONNECTIONS):
-            await end_connection(served.port)
+            await ENDERS[kind](served.port)
 
-        alive = await _settled(_server_tls_protocols, baseline)
+        alive = await _settled(server_tls_protocols, baseline)
     finally:
         gc.enable()
 
