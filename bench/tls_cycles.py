@@ -5,16 +5,20 @@ Run::
 
     .venv/bin/python -m bench.tls_cycles --connections 50
 
-An aiohttp server with TLS (a lab-issued certificate) on 127.0.0.1, as ``hpa adapter`` serves.
+An aiohttp server with TLS (a lab-issued certificate) on 127.0.0.1, once on aiohttp's
+``web.TCPSite(ssl_context=...)`` and once on ``hpa.kube.serving.TLSSite``, which ``hpa adapter``
+and ``hpa vpa admission`` serve on.
 With the cyclic collector off, the script makes ``--connections`` connections of each kind and
-counts the ``asyncio.sslproto.SSLProtocol`` objects still alive (each holds a 256 KiB read
+counts the server's ``asyncio.sslproto.SSLProtocol`` objects still alive (each holds a 256 KiB read
 buffer), then runs one collection and counts again:
 
 - ``complete``: a TLS handshake, one request, the answer, a clean close;
 - ``tcp-only``: a TCP connect and close, no TLS handshake (as a TCP probe does);
-- ``failed-handshake``: a handshake the client abandons (it does not trust the server).
+- ``failed-handshake``: a handshake the client abandons (it does not trust the server);
+- ``not-tls``: a plain HTTP request on the TLS port (the server's handshake fails).
 
-docs/reliability.md (the soak) uses it to explain the adapter's saw-tooth heap.
+docs/reliability.md (the soak) uses it to explain the adapter's saw-tooth heap before the
+change to ``TLSSite``, and to show that ``TLSSite`` leaves none of them to the collector.
 """
 
 from __future__ import annotations
@@ -30,13 +34,16 @@ from pathlib import Path
 
 from aiohttp import web
 
+from hpa.kube.serving import TLSSite
+from tests.faults.handshakes import ENDERS, server_tls_protocols
 from tests.lab.pki import create_ca, issue_certificate
 
-KINDS = ("complete", "tcp-only", "failed-handshake")
-
-
-def _alive() -> int:
-    return sum(isinstance(o, asyncio.sslproto.SSLProtocol) for o in gc.get_objects())
+KINDS = ("complete", "tcp-only", "failed-handshake", "not-tls")
+SITES = ("aiohttp", "hpa")
+SITE_NAMES = {
+    "aiohttp": "web.TCPSite(ssl_context=...) (asyncio's create_server(ssl=...))",
+    "hpa": "hpa.kube.serving.TLSSite (hpa adapter, hpa vpa admission)",
+}
 
 
 async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
@@ -48,15 +55,11 @@ async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
         writer.close()
         with contextlib.suppress(OSError, ssl.SSLError):
             await writer.wait_closed()
-    elif kind == "tcp-only":
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.close()
     else:
-        with contextlib.suppress(OSError, ssl.SSLError):
-            await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
+        await ENDERS[kind](port)
 
 
-async def measure(connections: int) -> dict[str, tuple[int, int]]:
+async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]]:
     directory = Path(tempfile.mkdtemp(prefix="tls-cycles-"))
     ca = create_ca(directory, "ca", common_name="bench-ca")
     serving = issue_certificate(
@@ -73,24 +76,26 @@ async def measure(connections: int) -> dict[str, tuple[int, int]]:
     app.router.add_get("/", ok)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    site: web.BaseSite
+    if site_kind == "aiohttp":
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    else:
+        site = TLSSite(runner, "127.0.0.1", 0, ssl_context=context)
     await site.start()
-    server = site._server
-    assert server is not None
-    port = int((getattr(server, "sockets", None) or [])[0].getsockname()[1])
+    port = int(runner.addresses[0][1])
     results = {}
     try:
         for kind in KINDS:
             gc.collect()
             gc.disable()
-            base = _alive()
+            base = server_tls_protocols()
             for _ in range(connections):
                 await _connect(kind, port, trusted)
             await asyncio.sleep(0.5)
-            before = _alive() - base
+            before = server_tls_protocols() - base
             gc.enable()
             gc.collect()
-            results[kind] = (before, _alive() - base)
+            results[kind] = (before, server_tls_protocols() - base)
     finally:
         gc.enable()
         await runner.cleanup()
@@ -102,14 +107,22 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.tls_cycles", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument(
+        "--site",
+        choices=SITES,
+        action="append",
+        help="the listener: aiohttp's web.TCPSite or hpa.kube.serving.TLSSite (default both)",
+    )
     args = parser.parse_args(argv)
-    results = asyncio.run(measure(args.connections))
     print(f"bench.tls_cycles: {args.connections} connections of each kind")
-    for kind, (before, after) in results.items():
-        print(
-            f"  {kind:17} SSLProtocol objects alive: {before:4d} with the collector off, "
-            f"{after:4d} after one collection"
-        )
+    for site_kind in args.site or SITES:
+        results = asyncio.run(measure(args.connections, site_kind))
+        print(f"{SITE_NAMES[site_kind]}:")
+        for kind, (before, after) in results.items():
+            print(
+                f"  {kind:17} SSLProtocol objects alive: {before:4d} with the collector off, "
+                f"{after:4d} after one collection"
+            )
     return 0
 
 

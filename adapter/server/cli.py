@@ -59,6 +59,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.informer import Informer
 from hpa.kube.logs import INPUT_ERRORS
 from hpa.kube.records import PodRecord, parse_pod
+from hpa.kube.serving import TLSSite
 from hpa.kube.tls import ServingCertificates, write_self_signed
 
 log = structlog.get_logger(__name__)
@@ -303,7 +304,7 @@ async def _serve(
     )
     runner = web.AppRunner(build_app(server), access_log=None, handler_cancellation=True)
     await runner.setup()
-    site = web.TCPSite(runner, settings.bind_address, settings.secure_port, ssl_context=tls.context)
+    site = TLSSite(runner, settings.bind_address, settings.secure_port, ssl_context=tls.context)
     await site.start()
     if started is not None:
         started(runner.addresses[0][1])

@@ -28,6 +28,7 @@ from hpa.kube.client import KubeClient
 from hpa.kube.clock import Clock
 from hpa.kube.leader import KubeLeaseStore, LeaderElectionSettings, LeaderElector
 from hpa.kube.logs import INPUT_ERRORS
+from hpa.kube.serving import TLSSite
 
 __all__ = [
     "LeaderElectionFlags",
@@ -210,7 +211,11 @@ async def serve(
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host or None, port, ssl_context=ssl_context)
+        site: web.BaseSite
+        if ssl_context is None:
+            site = web.TCPSite(runner, host or None, port)
+        else:
+            site = TLSSite(runner, host, port, ssl_context=ssl_context)
         await site.start()
         log.info("listening", host=host or "*", port=port, tls=ssl_context is not None)
         await asyncio.Event().wait()
