@@ -307,6 +307,8 @@ class Result:
     bulk_kib: int = 0
     bulk_peak_kib: int = 0
     extra: list[str] = field(default_factory=list)
+    failure: str = ""
+    """Why the run stopped early (the phases before it are still reported)."""
 
 
 def start_adapter(
@@ -507,6 +509,10 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
             finally:
                 stop(adapter)
         return result
+    except (RuntimeError, OSError, aiohttp.ClientError) as error:  # TimeoutError is an OSError
+        done = ", ".join(phase.name for phase in result.phases) or "none"
+        result.failure = f"{type(error).__name__} after the phases {done}: {error}"
+        return result
     finally:
         processes.stop_all()
         prometheus.stop()
@@ -561,7 +567,9 @@ def render(result: Result, *, command: str) -> str:
             lines.append(f"discovery: p99 {ms(segment.p(0.99))} ms (goal <= 5)")
         for sample in segment.error_samples:
             lines.append(f"error ({phase.name}): {sample}")
-    if fleet.bulk_series:
+    if result.failure:
+        lines.append(f"stopped: {result.failure}")
+    elif fleet.bulk_series:
         above = (result.bulk_kib - result.baseline_kib) * 1024
         lines.append(
             f"relist of {fleet.bulk_series:,} more series: {result.relist_seconds:.2f} s; RSS "
@@ -598,6 +606,8 @@ def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="hpa-bench-fleet-") as directory:
             result = run(args, Path(directory))
     print(render(result, command=command))
+    if result.failure:
+        sys.exit(1)
 
 
 def fixture_main(argv: Sequence[str]) -> None:
