@@ -64,10 +64,12 @@ from adapter.prometheus.errors import (
 from adapter.prometheus.results import (
     InstantResult,
     RangeSeries,
+    SeriesList,
     decode_instant,
     decode_matrix,
     decode_series,
     series_selectors,
+    split_series_answer,
 )
 from adapter.prometheus.singleflight import SingleFlight
 from adapter.rules import Series
@@ -149,7 +151,9 @@ def _decode_matrix(data: Any) -> list[RangeSeries]:
     return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
 
 
-def _decode_series(data: Any) -> list[Series]:
+def _decode_series(data: Any) -> Sequence[Series]:
+    if isinstance(data, SeriesList):
+        return data
     return decode_series(data, endpoint=SERIES_PATH)
 
 
@@ -326,17 +330,18 @@ class PrometheusClient:
         start_seconds: float | None = None,
         end_seconds: float | None = None,
         timeout_seconds: float | None = None,
-    ) -> list[Series]:
-        """``Series``: the series matching any of ``matches`` in the interval."""
+    ) -> Sequence[Series]:
+        """``Series``: the series matching any of ``matches`` in the interval (a large answer is
+        a ``SeriesList``, decoded a piece at a time when read)."""
         params = [("match[]", selector) for selector in series_selectors(matches)]
         if start_seconds is not None:
             params.append(("start", format_seconds(start_seconds)))
         if end_seconds is not None:
             params.append(("end", format_seconds(end_seconds)))
-        found: list[Series] = await self._call(
+        found: Sequence[Series] = await self._call(
             SERIES_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_series
         )
-        return list(found)
+        return found if isinstance(found, SeriesList) else list(found)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -500,6 +505,9 @@ class PrometheusClient:
                 text = f"redirect to {location} (not followed) {text}".strip()
             raise PrometheusHTTPError(status, text, endpoint=path)
         body = cls._body(path, response)
+        split = split_series_answer(body, endpoint=path) if path == SERIES_PATH else None
+        if split is not None:
+            body = split[0]
         try:
             envelope = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -523,4 +531,6 @@ class PrometheusClient:
             raise PrometheusResponseError(
                 f"HTTP {status}: answer has neither data nor an error", endpoint=path
             )
+        if split is not None and envelope["data"] == []:
+            return split[1]
         return envelope["data"]

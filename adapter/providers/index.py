@@ -29,6 +29,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus.errors import PrometheusError
+from adapter.prometheus.results import distinct_series
 from adapter.providers.ports import Clock, PrometheusQuerier
 from adapter.providers.telemetry import ProviderMetrics
 from adapter.rules import (
@@ -139,6 +140,13 @@ class MetricIndex:
         )
 
 
+def _filter_counted(
+    namer: MetricNamer, found: Sequence[tuple[Series, int]]
+) -> list[tuple[Series, int]]:
+    """``FilterSeries`` over distinct series shapes and their counts."""
+    return [(item, count) for item, count in found if namer.series_matches(item.name)]
+
+
 class RelistError(RuntimeError):
     """A relist failed; the previous index stays in place."""
 
@@ -221,18 +229,30 @@ class MetricRelister:
             self.metrics.relist_total.labels("error").inc()
             log.warning("relist_failed", error=exc.message, endpoint=exc.endpoint)
             raise RelistError(f"unable to update list of all metrics: {exc.message}") from exc
-        by_selector: dict[str, list[Series]] = dict(zip(selectors, answers, strict=True))
+        # only each series' shape (name, label names) matters from here on: the answers (a
+        # series per pod, a relist's bulk) are dropped once their shapes are counted
+        by_selector: dict[str, list[tuple[Series, int]]] = {
+            selector: distinct_series(answer)
+            for selector, answer in zip(selectors, answers, strict=True)
+        }
+        del answers
         try:
             custom_series = [
-                namer.filter_series(by_selector[namer.series_query])
+                _filter_counted(namer, by_selector[namer.series_query])
                 for namer in self._custom_namers
             ]
             external_series = [
-                namer.filter_series(by_selector[namer.series_query])
+                _filter_counted(namer, by_selector[namer.series_query])
                 for namer in self._external_namers
             ]
-            custom = SeriesRegistry.from_series(custom_series, self._custom_namers, self._mapper)
-            external = ExternalSeriesRegistry.from_series(external_series, self._external_namers)
+            custom = SeriesRegistry.from_series(
+                [[item for item, _ in found] for found in custom_series],
+                self._custom_namers,
+                self._mapper,
+            )
+            external = ExternalSeriesRegistry.from_series(
+                [[item for item, _ in found] for found in external_series], self._external_namers
+            )
         except (RuleEvaluationError, UnknownResourceError, ValueError) as exc:
             self.metrics.relist_total.labels("error").inc()
             log.warning("relist_failed", error=str(exc))
@@ -242,8 +262,8 @@ class MetricRelister:
             external,
             generation=self._index.generation + 1,
             listed_at=self._clock.now(),
-            custom_series_count=sum(len(found) for found in custom_series),
-            external_series_count=sum(len(found) for found in external_series),
+            custom_series_count=sum(count for found in custom_series for _, count in found),
+            external_series_count=sum(count for found in external_series for _, count in found),
         )
         self._index = index
         self._listed_monotonic = self._clock.monotonic()
