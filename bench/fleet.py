@@ -582,7 +582,12 @@ def render(result: Result, *, command: str) -> str:
                 f"(goal <= 25), client lag p99 {ms(percentile(segment.lags_seconds, 0.99))} ms"
             )
         elif phase.name == "discovery":
-            lines.append(f"discovery: p99 {ms(segment.p(0.99))} ms (goal <= 5)")
+            lines.append(
+                f"discovery: p50 {ms(segment.p(0.5))} ms, p99 {ms(segment.p(0.99))} ms "
+                f"(goal <= 5); adapter {segment.per_thousand(segment.adapter_cpu_seconds):.2f} "
+                f"CPU-ms per request; client lag p99 "
+                f"{ms(percentile(segment.lags_seconds, 0.99))} ms"
+            )
         for sample in segment.error_samples:
             lines.append(f"error ({phase.name}): {sample}")
     if result.failure:
