@@ -13,13 +13,17 @@ Deliberate deviations: custom and external rules are relisted together (one pass
 selectors shared across both); each index carries the discovery documents
 (``APIResourceList`` JSON for custom.metrics.k8s.io v1beta1 and v1beta2 and
 external.metrics.k8s.io v1beta1) prebuilt as bytes, so a discovery request is a dictionary
-lookup; a generation number and the relist time travel with the index.
+lookup, and a document over k8s.io/apiserver's gzip threshold (128 KiB) also prebuilt gzipped, for
+clients that accept it (upstream compresses it per request); a relist keeps only each series'
+shape (name and label names) and how many series have it, never the listed series; a generation
+number and the relist time travel with the index.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +57,9 @@ CUSTOM_V1BETA2 = f"{CUSTOM_GROUP}/v1beta2"
 EXTERNAL_V1BETA1 = f"{EXTERNAL_GROUP}/v1beta1"
 
 DEFAULT_RELIST_INTERVAL_SECONDS = 600.0  # --metrics-relist-interval (upstream: 10m)
+GZIP_THRESHOLD_BYTES = 128 * 1024
+"""k8s.io/apiserver ``defaultGzipThresholdBytes``: larger answers are gzipped for a client that
+sends ``Accept-Encoding: gzip``."""
 
 
 def api_resource_list(group_version: str, resources: Sequence[dict[str, object]]) -> bytes:
@@ -96,7 +103,8 @@ def external_api_resources(metrics: Sequence[str]) -> list[dict[str, object]]:
 @dataclass(frozen=True, kw_only=True)
 class MetricIndex:
     """One immutable relist result. ``discovery`` maps a group-version
-    (``custom.metrics.k8s.io/v1beta2``, ...) to its ``APIResourceList`` JSON bytes."""
+    (``custom.metrics.k8s.io/v1beta2``, ...) to its ``APIResourceList`` JSON bytes;
+    ``discovery_gzip`` holds the same documents gzipped, those over ``GZIP_THRESHOLD_BYTES``."""
 
     custom: SeriesRegistry
     external: ExternalSeriesRegistry
@@ -105,6 +113,7 @@ class MetricIndex:
     custom_series_count: int = 0
     external_series_count: int = 0
     discovery: dict[str, bytes] = field(default_factory=dict)
+    discovery_gzip: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -119,6 +128,11 @@ class MetricIndex:
     ) -> MetricIndex:
         custom_resources = custom_api_resources(custom.list_all_metrics())
         external_resources = external_api_resources(external.list_all_metrics())
+        discovery = {
+            CUSTOM_V1BETA1: api_resource_list(CUSTOM_V1BETA1, custom_resources),
+            CUSTOM_V1BETA2: api_resource_list(CUSTOM_V1BETA2, custom_resources),
+            EXTERNAL_V1BETA1: api_resource_list(EXTERNAL_V1BETA1, external_resources),
+        }
         return cls(
             custom=custom,
             external=external,
@@ -126,10 +140,11 @@ class MetricIndex:
             listed_at=listed_at,
             custom_series_count=custom_series_count,
             external_series_count=external_series_count,
-            discovery={
-                CUSTOM_V1BETA1: api_resource_list(CUSTOM_V1BETA1, custom_resources),
-                CUSTOM_V1BETA2: api_resource_list(CUSTOM_V1BETA2, custom_resources),
-                EXTERNAL_V1BETA1: api_resource_list(EXTERNAL_V1BETA1, external_resources),
+            discovery=discovery,
+            discovery_gzip={
+                group_version: gzip.compress(body, mtime=0)
+                for group_version, body in discovery.items()
+                if len(body) > GZIP_THRESHOLD_BYTES
             },
         )
 
