@@ -32,9 +32,14 @@ Phases:
    for ``--seconds``: latency p50/p99, errors, adapter CPU, and Prometheus CPU in cores above its
    idle rate (measured just before);
 3. **discovery**: ``GET /apis/custom.metrics.k8s.io/v1beta2`` at ``--discovery-rate`` for 10 s on
-   the batched adapter, whose rules name ``--metric-names`` metrics;
+   the batched adapter, whose rules name ``--metric-names`` metrics, accepting gzip as client-go
+   does;
 4. **relist memory**: an adapter whose rules also match ``fleet_bulk``: its first relist's
-   duration and its RSS after it (and its peak), minus the batched adapter's RSS, per series.
+   duration and its RSS after it (and its peak), minus the RSS of the same adapter without the
+   ``fleet_bulk`` rule, per series.
+
+``--phases per-request,batched,discovery,relist`` (the default) chooses which run, e.g.
+``--phases discovery,relist``; the block is the same whichever run.
 
 Results: docs/performance.md ("Fleet scale").
 """
