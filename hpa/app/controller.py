@@ -55,6 +55,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
+from hpa.app.heap import load_then_freeze
 from hpa.app.leading import (
     LeaderElectionFlags,
     LeaseLostError,
@@ -235,7 +236,10 @@ class HorizontalControllerApp:
 
     async def work(self) -> None:
         """Wait for the caches, then (while leading) reconcile until cancelled."""
-        await wait_all_synced([self.hpa_informer, self.pod_informer])
+        # the collector paused while the caches fill, then the caches frozen (hpa.app.heap)
+        await load_then_freeze(
+            functools.partial(wait_all_synced, [self.hpa_informer, self.pod_informer])
+        )
         log.info("caches_synced", hpas=len(self.hpa_informer.store))
         concurrency = self.settings.horizontal.concurrent_syncs
         await run_while_leading(
