@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from aiohttp import web
@@ -55,7 +56,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.settings import Settings as AdapterSettings
 from hpa.app import inprocess_metrics
-from hpa.app.heap import load_then_freeze
+from hpa.app.heap import FirstPass, pause_then_freeze
 from hpa.app.leading import (
     LeaderElectionFlags,
     LeaseLostError,
@@ -229,6 +230,8 @@ class HorizontalControllerApp:
     elector: LeaderElector | None
     metric_jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = ()
     """Tasks of the metrics source (the in-process source's relist loop)."""
+    first_pass: FirstPass = field(default_factory=FirstPass)
+    """Every HPA of the synced cache reconciled once (``hpa.app.heap``)."""
 
     def ready(self) -> bool:
         synced = self.hpa_informer.has_synced() and self.pod_informer.has_synced()
@@ -236,17 +239,31 @@ class HorizontalControllerApp:
 
     async def work(self) -> None:
         """Wait for the caches, then (while leading) reconcile until cancelled."""
-        # the collector paused while the caches fill, then the caches frozen (hpa.app.heap)
-        await load_then_freeze(
-            functools.partial(wait_all_synced, [self.hpa_informer, self.pod_informer])
-        )
-        log.info("caches_synced", hpas=len(self.hpa_informer.store))
-        concurrency = self.settings.horizontal.concurrent_syncs
-        await run_while_leading(
-            self.elector,
-            lambda: self.queue.run(self.controller.reconcile, max_in_flight=concurrency),
-            name="horizontal-controller",
-        )
+        # no cyclic collection during the first full pass, then its heap frozen (hpa.app.heap)
+        heap = asyncio.create_task(pause_then_freeze(self._first_pass), name="first-pass-heap")
+        try:
+            await wait_all_synced([self.hpa_informer, self.pod_informer])
+            log.info("caches_synced", hpas=len(self.hpa_informer.store))
+            self.first_pass.start(self.hpa_informer.store.list_keys())
+            concurrency = self.settings.horizontal.concurrent_syncs
+            await run_while_leading(
+                self.elector,
+                lambda: self.queue.run(self._reconcile, max_in_flight=concurrency),
+                name="horizontal-controller",
+            )
+        finally:
+            heap.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heap
+
+    async def _first_pass(self) -> None:
+        await self.first_pass.done.wait()
+
+    async def _reconcile(self, key: str) -> None:
+        try:
+            await self.controller.reconcile(key)
+        finally:
+            self.first_pass.processed(key)
 
     def http_app(self) -> web.Application:
         """``/metrics``, ``/healthz``, ``/readyz`` and ``/debug/hpa`` (the dry-run view)."""

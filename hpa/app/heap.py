@@ -1,19 +1,22 @@
-"""The cyclic garbage collector around a controller's first list of the cluster.
+"""The cyclic garbage collector around a controller's first full pass.
 
 CPython's cyclic collector runs a full collection each time the objects that survived younger
-collections grow by a quarter; every full collection walks every tracked object. Loading
-100,000 pods into the informers' caches grows the heap from nothing to millions of objects, so
-the collector walked it again and again, and after the load every full collection walked the
-caches once more although they live until the process ends: at 5,000 HPAs of 10 pods, two
-fifths of the controller's CPU seconds up to its first full reconcile pass went to the
-collector (``bench/controller.py --cold-start``).
+collections grew by a quarter, and every full collection walks every tracked object. A
+controller's first full pass grows the heap from nothing: the informers' caches (100,000 pods,
+10,000 HPAs) and then each HPA's state after its first reconcile. The collector walked that
+growing heap again and again, and after the pass it walked the caches at every full collection
+although they live as long as the process: at 10,000 HPAs of 10 pods about a third of the
+controller's CPU seconds up to the end of its first pass went to the collector
+(``bench/controller.py --cold-start``), while it found almost no garbage (a few thousand
+objects).
 
-:func:`load_then_freeze` pauses the collector while the caches fill (bounded in time: a sync
-that does not finish, for instance an API server that refuses the list, leaves it paused no
-longer than ``pause_seconds``), then moves every object alive at that moment to the
-permanent generation (``gc.freeze``), which later collections do not walk. Reference counting
-still frees every object as usual; only objects in reference cycles that were alive at the
-freeze and become garbage later are not reclaimed (the informer records are not cyclic).
+:func:`pause_then_freeze` pauses the collector until the first pass is done (bounded in time: a
+pass that does not end, for instance while another replica holds the Lease or an API server
+refuses the list, keeps it paused for at most ``pause_seconds``), then moves every object alive
+at that moment to the permanent generation (``gc.freeze``), which later collections do not
+walk. Reference counting still frees every object as usual; only objects in reference cycles
+that were alive at the freeze and become garbage later are not reclaimed (the informers'
+records and the controller's per-HPA state are not cyclic).
 """
 
 from __future__ import annotations
@@ -21,28 +24,53 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
-__all__ = ["DEFAULT_PAUSE_SECONDS", "load_then_freeze"]
+__all__ = ["DEFAULT_PAUSE_SECONDS", "FirstPass", "pause_then_freeze"]
 
 DEFAULT_PAUSE_SECONDS = 120.0
-"""The longest the collector stays paused while the first lists load."""
+"""The longest the collector stays paused waiting for the first pass."""
 
 
-async def load_then_freeze(
-    synced: Callable[[], Awaitable[None]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
+async def pause_then_freeze(
+    done: Callable[[], Awaitable[None]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
 ) -> None:
-    """Await ``synced()`` with the cyclic collector paused for at most ``pause_seconds``, then
-    (still awaiting ``synced()`` if it took longer) freeze the heap. The collector's previous
-    state (enabled or not) is restored before this returns or raises."""
+    """Await ``done()`` with the cyclic collector paused for at most ``pause_seconds``, then
+    (still awaiting ``done()`` if it took longer) freeze the heap. The collector's previous
+    state (enabled or not) is restored before the pause ends, whatever ends it (cancellation
+    included)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(pause_seconds):
-                await synced()
+                await done()
     finally:
         if enabled:
             gc.enable()
-    await synced()
+    await done()
     gc.freeze()
+
+
+class FirstPass:
+    """The first full pass of a work queue: done once every key known when it started has been
+    processed (or was already gone) at least once."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self._pending: set[str] | None = None
+
+    def start(self, keys: Iterable[str]) -> None:
+        """The pass covers ``keys`` (the informer's keys when its cache synced)."""
+        self._pending = set(keys)
+        if not self._pending:
+            self.done.set()
+
+    def processed(self, key: str) -> None:
+        pending = self._pending
+        if pending is None or self.done.is_set():
+            return
+        pending.discard(key)
+        if not pending:
+            self._pending = None
+            self.done.set()
