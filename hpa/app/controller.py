@@ -36,7 +36,11 @@ Deliberate deviations:
 * the API client keeps one HTTP/1.1 connection per in-flight reconcile on top of its 100
   (:func:`client_settings`): upstream multiplexes over HTTP/2, and a shared pool of 100 let slow
   metrics calls make every other request (Lease renewals too) wait for a connection;
-* pod lists are kept per namespace and selector until a pod of that namespace changes.
+* pod lists are kept per namespace and selector until a pod of that namespace changes;
+* the cyclic garbage collector is paused from start-up until every HPA of the synced cache was
+  reconciled once (at most two minutes), then every live object is frozen out of later
+  collections (``hpa.app.heap``): the first full pass no longer walks the growing caches again
+  and again.
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""The cyclic collector around the controller's first full pass (``hpa.app.heap``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from hpa.app.heap import FirstPass, pause_then_freeze
+
+
+@pytest.fixture(autouse=True)
+def collector() -> Iterator[None]:
+    """Each test starts with the collector enabled and nothing frozen, and leaves it so."""
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    gc.enable()
+    yield
+    gc.unfreeze()
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+async def test_the_collector_is_paused_until_the_pass_is_done_then_the_heap_is_frozen() -> None:
+    done = asyncio.Event()
+    task = asyncio.create_task(pause_then_freeze(done.wait))
+    await asyncio.sleep(0)
+    assert not gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    done.set()
+    await task
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
+
+
+async def test_a_pass_that_does_not_end_pauses_the_collector_no_longer_than_the_bound() -> None:
+    done = asyncio.Event()
+    task = asyncio.create_task(pause_then_freeze(done.wait, pause_seconds=0.0))
+    for _ in range(5):  # the bound of 0 s expires on the next turns of the loop
+        await asyncio.sleep(0)
+    assert gc.isenabled()
+    assert not task.done()
+    assert gc.get_freeze_count() == 0  # nothing is frozen before the pass ends
+    done.set()
+    await task
+    assert gc.get_freeze_count() > 0
+
+
+async def test_cancelling_restores_the_collector_and_freezes_nothing() -> None:
+    task = asyncio.create_task(pause_then_freeze(asyncio.Event().wait))
+    await asyncio.sleep(0)
+    assert not gc.isenabled()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+async def test_a_collector_disabled_before_stays_disabled() -> None:
+    gc.disable()
+    done = asyncio.Event()
+    done.set()
+    await pause_then_freeze(done.wait)
+    assert not gc.isenabled()
+
+
+def test_the_first_pass_ends_when_every_key_known_at_its_start_was_processed() -> None:
+    first = FirstPass()
+    first.processed("ns/a")  # before the caches synced: not part of the pass yet
+    first.start(["ns/a", "ns/b"])
+    first.processed("ns/a")
+    first.processed("ns/a")
+    first.processed("ns/other")
+    assert not first.done.is_set()
+    first.processed("ns/b")
+    assert first.done.is_set()
+
+
+def test_a_first_pass_over_no_keys_is_done_at_once() -> None:
+    first = FirstPass()
+    first.start([])
+    assert first.done.is_set()
