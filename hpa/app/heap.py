@@ -33,7 +33,7 @@ DEFAULT_PAUSE_SECONDS = 120.0
 
 
 async def pause_then_freeze(
-    done: Callable[[], Awaitable[None]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
+    done: Callable[[], Awaitable[object]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
 ) -> None:
     """Await ``done()`` with the cyclic collector paused for at most ``pause_seconds``, then
     (still awaiting ``done()`` if it took longer) freeze the heap. The collector's previous
