@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import itertools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -214,6 +215,43 @@ async def test_the_leader_scales_writes_status_and_records_the_event(
     finally:
         await stop(task)
     assert await lease_holder(kube) == "", "the Lease is released on shutdown"
+
+
+async def test_no_cyclic_collection_until_every_hpa_was_reconciled_once_then_a_frozen_heap(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    await seed(kube, cpu_usage="1")
+    enabled = gc.isenabled()
+    gc.enable()
+    gc.unfreeze()
+    app = build_app(
+        settings(), kube, clock=FakeClock(), registry=CollectorRegistry(), identity="me"
+    )
+    task = await start(app)
+    try:
+
+        async def paused() -> bool:
+            return not gc.isenabled()
+
+        async def first_pass_done() -> bool:
+            return app.first_pass.done.is_set()
+
+        await eventually(paused)
+        assert not app.first_pass.done.is_set()
+        assert gc.get_freeze_count() == 0
+
+        async def collector_back_and_heap_frozen() -> bool:
+            return gc.isenabled() and gc.get_freeze_count() > 0
+
+        await eventually(first_pass_done)
+        assert (await hpa_status(kube)).get("desiredReplicas") == 4
+        await eventually(collector_back_and_heap_frozen)
+    finally:
+        await stop(task)
+        gc.unfreeze()
+        if not enabled:
+            gc.disable()
+    assert gc.isenabled() or not enabled
 
 
 async def test_a_dry_run_hpa_is_never_written(apiserver: FakeApiServer, kube: KubeClient) -> None:
