@@ -67,9 +67,12 @@ from adapter.prometheus.results import (
     decode_instant,
     decode_matrix,
     decode_series,
+    decode_vector_items,
     series_selectors,
+    split_vector_answer,
 )
 from adapter.prometheus.singleflight import SingleFlight
+from adapter.prometheus.slicing import SLICE_BYTES, between_slices, collector_paused
 from adapter.rules import Series
 
 log = structlog.get_logger(__name__)
@@ -128,7 +131,8 @@ class BaseURL(NamedTuple):
 
 
 LARGE_ANSWER_BYTES = 1 << 20
-"""Answers this large or larger are decoded in a worker thread."""
+"""Answers this large or larger are decoded a slice at a time on the event loop (instant
+queries: ``adapter.prometheus.slicing``) or in a worker thread (series, range queries)."""
 
 
 def _decode_answer(
@@ -292,7 +296,11 @@ class PrometheusClient:
         if time_seconds is not None:
             params.append(("time", format_seconds(time_seconds)))
         result: InstantResult = await self._call(
-            QUERY_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_instant
+            QUERY_PATH,
+            tuple(params),
+            timeout_seconds=timeout_seconds,
+            decode=_decode_instant,
+            sliced=True,
         )
         return result
 
@@ -347,9 +355,11 @@ class PrometheusClient:
         *,
         timeout_seconds: float | None,
         decode: Callable[[Any], Any],
+        sliced: bool = False,
     ) -> Any:
         """The decoded answer; the HTTP request and the decoding are shared by coalesced
-        callers (the decoded values are immutable)."""
+        callers (the decoded values are immutable). ``sliced``: an instant query's answer, which
+        when large is decoded a slice at a time."""
         timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
@@ -359,7 +369,12 @@ class PrometheusClient:
 
         async def fetch() -> Any:
             return await self._request(
-                path, params, deadline=deadline, budget_seconds=timeout, decode=decode
+                path,
+                params,
+                deadline=deadline,
+                budget_seconds=timeout,
+                decode=decode,
+                sliced=sliced,
             )
 
         try:
@@ -387,10 +402,11 @@ class PrometheusClient:
         deadline: float,
         budget_seconds: float,
         decode: Callable[[Any], Any],
+        sliced: bool = False,
     ) -> Any:
-        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more (a
-        batched evaluation's, a relist's) is decoded in a worker thread, so the event loop keeps
-        serving requests between the interpreter's thread switches meanwhile."""
+        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more is
+        decoded a slice at a time on the event loop when ``sliced`` (a batched evaluation's:
+        ``_decode_instant_in_slices``), else in a worker thread (a relist's)."""
         loop = asyncio.get_running_loop()
         async with self._semaphore:
             remaining = deadline - loop.time()
@@ -401,6 +417,8 @@ class PrometheusClient:
             started = loop.time()
             try:
                 response = await self._send(path, sent)
+                if sliced and len(response.body) >= LARGE_ANSWER_BYTES:
+                    return await self._decode_instant_in_slices(path, response, budget_seconds)
                 if len(response.body) >= LARGE_ANSWER_BYTES:
                     return await asyncio.to_thread(
                         _decode_answer, self._decode, path, response, budget_seconds, decode
@@ -490,8 +508,39 @@ class PrometheusClient:
             f"HTTP {response.status}: unsupported Content-Encoding {encoding!r}", endpoint=path
         )
 
+    async def _decode_instant_in_slices(
+        self, path: str, response: HttpResponse, budget_seconds: float
+    ) -> InstantResult:
+        """``decode_instant`` of a large answer, a part (``split_vector_answer``) per slice of
+        the event loop (``adapter.prometheus.slicing``)."""
+        body = self._checked_body(path, response)
+        parts, envelope = split_vector_answer(body, part_bytes=SLICE_BYTES)
+        samples = []
+        for part in parts:
+            with collector_paused():
+                items = self._json(path, response.status, part)
+                samples.extend(decode_vector_items(items, endpoint=path))
+            await between_slices()
+        with collector_paused():
+            data = self._envelope_data(
+                path, response.status, envelope, budget_seconds=budget_seconds
+            )
+            rest = decode_instant(data, endpoint=path)
+        if not parts:
+            return rest
+        if rest.result_type != "vector":
+            raise PrometheusResponseError("a vector answer without its result type", endpoint=path)
+        samples.extend(rest.samples)
+        return InstantResult("vector", tuple(samples))
+
     @classmethod
     def _decode(cls, path: str, response: HttpResponse, *, budget_seconds: float) -> Any:
+        body = cls._checked_body(path, response)
+        return cls._envelope_data(path, response.status, body, budget_seconds=budget_seconds)
+
+    @classmethod
+    def _checked_body(cls, path: str, response: HttpResponse) -> bytes:
+        """The body of an answer whose status carries the API's JSON envelope."""
         status = response.status
         if status // 100 != 2 and status not in _JSON_STATUSES:
             text = response.body[:200].decode("utf-8", "replace").strip()
@@ -499,13 +548,21 @@ class PrometheusClient:
             if 300 <= status < 400 and location is not None:
                 text = f"redirect to {location} (not followed) {text}".strip()
             raise PrometheusHTTPError(status, text, endpoint=path)
-        body = cls._body(path, response)
+        return cls._body(path, response)
+
+    @staticmethod
+    def _json(path: str, status: int, body: bytes) -> Any:
         try:
-            envelope = orjson.loads(body)
+            return orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise PrometheusResponseError(
                 f"HTTP {status}: answer is not JSON: {exc}", endpoint=path
             ) from None
+
+    @classmethod
+    def _envelope_data(cls, path: str, status: int, body: bytes, *, budget_seconds: float) -> Any:
+        """The envelope's ``data``; an ``error`` envelope raises its typed error."""
+        envelope = cls._json(path, status, body)
         if not isinstance(envelope, dict):
             raise PrometheusResponseError(f"HTTP {status}: answer is not an object", endpoint=path)
         if envelope.get("status") == "error":

@@ -72,6 +72,16 @@ def merged_query(query: str, probe: str) -> str:
     )
 
 
+Point = tuple[float, str]
+"""A value as answers are indexed by object (``adapter.providers.batch.index_answer``): the
+sample's timestamp (Unix seconds) and its value text. A plain tuple, not a ``Sample``: a batched
+snapshot keeps one per object, and the cyclic garbage collector stops tracking plain tuples of
+numbers and strings, where it walks every named tuple at each full collection."""
+Aged = tuple[float, float]
+"""A probe answer indexed by object: the newest raw sample's Unix time, and its age at the
+evaluation time (``Freshness`` as a plain tuple, for the same reason as ``Point``)."""
+
+
 class Freshness(NamedTuple):
     """When the newest raw sample was scraped, and how old it was at evaluation (a named
     tuple: one is built per object per request)."""
@@ -191,13 +201,18 @@ def vector_samples(result: InstantResult) -> tuple[Sample, ...]:
     return result.samples
 
 
-def freshness_of(sample: Sample) -> Freshness | None:
+def age_of(sample: Sample) -> Aged | None:
     """A probe sample's value is the raw sample's Unix time; its timestamp the evaluation time."""
     try:
         sample_time = float(sample.value_text)
     except ValueError:
         return None
-    return Freshness(sample_time, sample.timestamp_seconds - sample_time)
+    return (sample_time, sample.timestamp_seconds - sample_time)
+
+
+def freshness_of(sample: Sample) -> Freshness | None:
+    aged = age_of(sample)
+    return None if aged is None else Freshness(*aged)
 
 
 def freshness_by_name(samples: Iterable[Sample], label: str) -> Mapping[str, Freshness]:

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -380,3 +381,69 @@ async def test_request_latency_is_observed(prometheus: FakePrometheus) -> None:
             labels={"path": path},
         )
         assert count == 1
+
+
+# ---------------------------------------------------------------- large answers
+
+
+def large_vector(count: int) -> list[dict[str, object]]:
+    """More than ``LARGE_ANSWER_BYTES`` of samples, one with a label value that spells the
+    cut between two samples (escaped in JSON, so never a cut)."""
+    result: list[dict[str, object]] = [
+        {
+            "metric": {"namespace": f"ns-{i // 1000}", "pod": f"pod-{i}"},
+            "value": [1700000000.5 + i % 3, f"{i}.25"],
+        }
+        for i in range(count)
+    ]
+    result[7]["metric"] = {"pod": 'x"},{"metric":{"pod":"y', "odd": "\\"}
+    return result
+
+
+async def test_a_large_answer_is_decoded_whole_while_the_loop_keeps_serving(
+    prometheus: FakePrometheus,
+) -> None:
+    result = large_vector(20_000)
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    prometheus.fail("/api/v1/query", status=200, body=body)
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def serve_meanwhile() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with connect(prometheus) as client:
+        ticker = asyncio.create_task(serve_meanwhile())
+        await asyncio.sleep(0)
+        before = ticks
+        answer = await client.query("sum by (namespace, pod) (x)")
+        during = ticks - before
+        stop.set()
+        await ticker
+    assert answer.result_type == "vector"
+    assert [(s.labels, s.timestamp_seconds, s.value_text) for s in answer.samples] == [
+        (item["metric"], *item["value"])
+        for item in result  # type: ignore[misc]
+    ]
+    assert during >= 20  # the loop ran between the slices (about 600 samples each)
+
+
+async def test_a_truncated_large_answer_is_a_response_error(prometheus: FakePrometheus) -> None:
+    body = {"status": "success", "data": {"resultType": "vector", "result": large_vector(20_000)}}
+    text = orjson.dumps(body).decode()
+    prometheus.fail("/api/v1/query", status=200, text=text[: len(text) // 2])
+    async with connect(prometheus) as client:
+        with pytest.raises(PrometheusResponseError, match="not JSON"):
+            await client.query("x")
+
+
+async def test_a_large_error_answer_keeps_its_error(prometheus: FakePrometheus) -> None:
+    message = "many samples " + ",".join(f'"result":[{i}]' for i in range(100_000))
+    prometheus.fail_api("/api/v1/query", status=422, error_type="execution", error=message)
+    async with connect(prometheus) as client:
+        with pytest.raises(PrometheusAPIError) as caught:
+            await client.query("x")
+    assert caught.value.error_type == "execution"

@@ -140,7 +140,10 @@ async def test_concurrent_requests_share_one_evaluation() -> None:
     snapshots = await asyncio.gather(*waiting)
     assert len(querier.queries) == 1
     assert all(snapshot is snapshots[0] for snapshot in snapshots)
-    assert dict(snapshots[0].values_in("ns-1")) == {"p-1": querier.samples[1]}
+    sample = querier.samples[1]
+    assert dict(snapshots[0].values_in("ns-1")) == {
+        "p-1": (sample.timestamp_seconds, sample.value_text)
+    }
     assert snapshots[0].values_in("nowhere") == {}
 
 
