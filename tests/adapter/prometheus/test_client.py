@@ -424,9 +424,8 @@ async def test_a_large_answer_is_decoded_whole_while_the_loop_keeps_serving(
         stop.set()
         await ticker
     assert answer.result_type == "vector"
-    assert [(s.labels, s.timestamp_seconds, s.value_text) for s in answer.samples] == [
-        (item["metric"], *item["value"])
-        for item in result  # type: ignore[misc]
+    assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in answer.samples] == [
+        [item["metric"], item["value"]] for item in result
     ]
     assert during >= 20  # the loop ran between the slices (about 600 samples each)
 
