@@ -66,8 +66,8 @@ from adapter.prometheus.results import (
     RangeSeries,
     decode_instant,
     decode_matrix,
+    decode_part,
     decode_series,
-    decode_vector_items,
     series_selectors,
     split_vector_answer,
 )
@@ -223,7 +223,7 @@ class PrometheusClient:
         self._session: aiohttp.ClientSession | None = None
         self._encoded: dict[str, str] = {}
         self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
-        self._flights: SingleFlight[tuple[str, str, Params], Any] = SingleFlight()
+        self._flights: SingleFlight[tuple[str, str, Params, bool], Any] = SingleFlight()
         self.metrics = ClientMetrics(registry if registry is not None else CollectorRegistry())
 
     def _static_headers(self) -> dict[str, str]:
@@ -290,8 +290,13 @@ class PrometheusClient:
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult:
-        """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given)."""
+        """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given).
+
+        in_parts: a large vector (``LARGE_ANSWER_BYTES``) comes back with its leading samples
+        undecoded (``InstantResult.parts``), for a caller that decodes and uses them a part at
+        a time, so that they never all live at once."""
         params: list[tuple[str, str]] = [("query", query)]
         if time_seconds is not None:
             params.append(("time", format_seconds(time_seconds)))
@@ -301,6 +306,7 @@ class PrometheusClient:
             timeout_seconds=timeout_seconds,
             decode=_decode_instant,
             sliced=True,
+            in_parts=in_parts,
         )
         return result
 
@@ -356,16 +362,17 @@ class PrometheusClient:
         timeout_seconds: float | None,
         decode: Callable[[Any], Any],
         sliced: bool = False,
+        in_parts: bool = False,
     ) -> Any:
         """The decoded answer; the HTTP request and the decoding are shared by coalesced
         callers (the decoded values are immutable). ``sliced``: an instant query's answer, which
-        when large is decoded a slice at a time."""
+        when large is decoded a slice at a time, or left in parts with ``in_parts``."""
         timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        key = (self.connection.method, path, params)
+        key = (self.connection.method, path, params, in_parts)
 
         async def fetch() -> Any:
             return await self._request(
@@ -375,6 +382,7 @@ class PrometheusClient:
                 budget_seconds=timeout,
                 decode=decode,
                 sliced=sliced,
+                in_parts=in_parts,
             )
 
         try:
@@ -403,6 +411,7 @@ class PrometheusClient:
         budget_seconds: float,
         decode: Callable[[Any], Any],
         sliced: bool = False,
+        in_parts: bool = False,
     ) -> Any:
         """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more is
         decoded a slice at a time on the event loop when ``sliced`` (a batched evaluation's:
@@ -418,7 +427,9 @@ class PrometheusClient:
             try:
                 response = await self._send(path, sent)
                 if sliced and len(response.body) >= LARGE_ANSWER_BYTES:
-                    return await self._decode_instant_in_slices(path, response, budget_seconds)
+                    return await self._decode_instant_in_slices(
+                        path, response, budget_seconds, in_parts=in_parts
+                    )
                 if len(response.body) >= LARGE_ANSWER_BYTES:
                     return await asyncio.to_thread(
                         _decode_answer, self._decode, path, response, budget_seconds, decode
@@ -509,18 +520,19 @@ class PrometheusClient:
         )
 
     async def _decode_instant_in_slices(
-        self, path: str, response: HttpResponse, budget_seconds: float
+        self, path: str, response: HttpResponse, budget_seconds: float, *, in_parts: bool
     ) -> InstantResult:
         """``decode_instant`` of a large answer, a part (``split_vector_answer``) per slice of
-        the event loop (``adapter.prometheus.slicing``)."""
+        the event loop (``adapter.prometheus.slicing``); with ``in_parts`` the envelope alone,
+        the parts left to the caller."""
         body = self._checked_body(path, response)
         parts, envelope = split_vector_answer(body, part_bytes=SLICE_BYTES)
         samples = []
-        for part in parts:
-            with collector_paused():
-                items = self._json(path, response.status, part)
-                samples.extend(decode_vector_items(items, endpoint=path))
-            await between_slices()
+        if not in_parts:
+            for part in parts:
+                with collector_paused():
+                    samples.extend(decode_part(part, endpoint=path))
+                await between_slices()
         with collector_paused():
             data = self._envelope_data(
                 path, response.status, envelope, budget_seconds=budget_seconds
@@ -530,6 +542,8 @@ class PrometheusClient:
             return rest
         if rest.result_type != "vector":
             raise PrometheusResponseError("a vector answer without its result type", endpoint=path)
+        if in_parts:
+            return InstantResult("vector", rest.samples, tuple(parts))
         samples.extend(rest.samples)
         return InstantResult("vector", tuple(samples))
 

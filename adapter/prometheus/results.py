@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NamedTuple
 
+import orjson
+
 from adapter.prometheus.errors import PrometheusResponseError
 from adapter.rules import Series
 
@@ -48,10 +50,15 @@ class Sample(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class InstantResult:
-    """An instant query's answer: a vector (any number of samples) or a scalar (one sample)."""
+    """An instant query's answer: a vector (any number of samples) or a scalar (one sample).
+
+    parts: a large vector's leading samples left undecoded, when the caller asked for them so
+        (``PrometheusClient.query(..., in_parts=True)``): JSON arrays to decode one at a time
+        with ``decode_part``, in order, before ``samples`` (which then holds the rest)."""
 
     result_type: Literal["vector", "scalar"]
     samples: tuple[Sample, ...] = ()
+    parts: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +139,17 @@ def decode_vector_items(result: list[Any], *, endpoint: str) -> list[Sample]:
                 _labels(labels, endpoint)  # raises the error
         append(Sample(labels, timestamp, value_text=text))
     return samples
+
+
+def decode_part(part: bytes, *, endpoint: str) -> list[Sample]:
+    """The samples of one part of a large vector (``split_vector_answer``)."""
+    try:
+        items = orjson.loads(part)
+    except orjson.JSONDecodeError as exc:
+        raise PrometheusResponseError(f"answer is not JSON: {exc}", endpoint=endpoint) from None
+    if type(items) is not list:
+        raise PrometheusResponseError("a part of the result is not a list", endpoint=endpoint)
+    return decode_vector_items(items, endpoint=endpoint)
 
 
 _RESULT_ARRAY = b'"result":['

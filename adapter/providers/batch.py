@@ -41,6 +41,7 @@ from adapter.providers.evaluation import (
     Aged,
     Point,
     age_of,
+    part_samples,
     run_instant,
     vector_samples,
 )
@@ -340,27 +341,7 @@ class Batcher:
         evaluated = self._clock.now().timestamp()
         batch.evaluating = True
         try:
-            result = await run_instant(
-                self._querier, plan.query, time_seconds=evaluated, timeout_seconds=timeout_seconds
-            )
-            samples = vector_samples(result)
-            groups = None
-            values: dict[str, dict[str, Point]] = {}
-            probed = plan.probed and not plan.grouped
-            freshness: dict[str, dict[str, Aged]] | None = {} if probed else None
-            lists: dict[str, dict[str, list[Sample]]] = {}
-            # a slice at a time: a large answer must not stall the requests served meanwhile
-            for start in range(0, len(samples), SLICE_SAMPLES):
-                if start:
-                    await between_slices()
-                with collector_paused():
-                    part = samples[start : start + SLICE_SAMPLES]
-                    if plan.grouped:
-                        group_into(plan, part, lists)
-                    else:
-                        index_into(plan, part, values, freshness)
-            if plan.grouped:
-                groups = _frozen_groups(lists)
+            values, freshness, groups, count = await self._indexed(plan, evaluated, timeout_seconds)
         except MetricFetchError:
             self._count_evaluation("error")
             raise
@@ -368,17 +349,65 @@ class Batcher:
             batch.evaluating = False
         self._count_evaluation("success")
         batch.last_duration = self._clock.monotonic() - sent
-        snapshot = Snapshot(sent, evaluated, values, freshness, len(samples), groups)
+        snapshot = Snapshot(sent, evaluated, values, freshness, count, groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:
             batch.snapshot = snapshot
         limit = self.settings.max_series
         if limit is not None and plan.namespace_label is not None:
-            series = len(samples) // 2 if plan.probed else len(samples)
+            series = count // 2 if plan.probed else count
             if series > limit:
                 log.info("batch_per_namespace", api=self._api, series=series, max_series=limit)
                 self.too_large.add(family)
         return snapshot
+
+    async def _indexed(
+        self, plan: BatchPlan, evaluated: float, timeout_seconds: float | None
+    ) -> tuple[
+        dict[str, dict[str, Point]],
+        dict[str, dict[str, Aged]] | None,
+        dict[str, dict[str, tuple[Sample, ...]]] | None,
+        int,
+    ]:
+        """The plan's answer at ``evaluated``: its values, freshness and groups by namespace
+        then object name, and its number of samples."""
+        result = await run_instant(
+            self._querier,
+            plan.query,
+            time_seconds=evaluated,
+            timeout_seconds=timeout_seconds,
+            in_parts=True,
+        )
+        tail = vector_samples(result)
+        values: dict[str, dict[str, Point]] = {}
+        probed = plan.probed and not plan.grouped
+        freshness: dict[str, dict[str, Aged]] | None = {} if probed else None
+        lists: dict[str, dict[str, list[Sample]]] = {}
+        count = 0
+
+        def add(samples: Sequence[Sample]) -> None:
+            if plan.grouped:
+                group_into(plan, samples, lists)
+            else:
+                index_into(plan, samples, values, freshness)
+
+        # a slice at a time, each decoding the part it indexes (so the samples of one part only
+        # ever live at once): a large answer must not stall the requests served meanwhile
+        for part in result.parts:
+            with collector_paused():
+                samples = part_samples(part)
+                count += len(samples)
+                add(samples)
+                del samples
+            await between_slices()
+        for start in range(0, len(tail), SLICE_SAMPLES):
+            if start:
+                await between_slices()
+            with collector_paused():
+                add(tail[start : start + SLICE_SAMPLES])
+        count += len(tail)
+        groups = _frozen_groups(lists) if plan.grouped else None
+        return values, freshness, groups, count
 
     def _count_evaluation(self, result: str) -> None:
         if self._metrics is not None:

@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 import structlog
 
+from adapter.prometheus.client import QUERY_PATH
 from adapter.prometheus.errors import PrometheusError, PrometheusTimeoutError
-from adapter.prometheus.results import InstantResult, Sample
+from adapter.prometheus.results import InstantResult, Sample, decode_part
 from adapter.providers.errors import (
     InvalidRequestError,
     MetricFetchError,
@@ -150,11 +151,13 @@ async def run_instant(
     *,
     timeout_seconds: float | None,
     time_seconds: float | None = None,
+    in_parts: bool = False,
 ) -> InstantResult:
-    """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors."""
+    """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors
+    (``in_parts``: see ``PrometheusClient.query``)."""
     try:
         return await querier.query(
-            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds
+            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds, in_parts=in_parts
         )
     except PrometheusTimeoutError as exc:
         log.warning("metrics_query_failed", query=query, error=exc.message)
@@ -191,6 +194,15 @@ async def run_with_probe(
         await asyncio.gather(value_task, return_exceptions=True)
         raise
     return value, probed
+
+
+def part_samples(part: bytes) -> list[Sample]:
+    """The samples of one undecoded part of a vector (``InstantResult.parts``)."""
+    try:
+        return decode_part(part, endpoint=QUERY_PATH)
+    except PrometheusError as exc:
+        log.warning("metrics_answer_undecodable", error=exc.message)
+        raise MetricFetchError(detail=exc.message) from exc
 
 
 def vector_samples(result: InstantResult) -> tuple[Sample, ...]:

@@ -27,6 +27,7 @@ from adapter.prometheus import (
     PrometheusTimeoutError,
     TLSConfig,
 )
+from adapter.prometheus.results import decode_part
 from adapter.rules import Series
 from tests.fakes.prometheus import FakePrometheus, FakeSample
 from tests.lab.pki import create_ca, issue_certificate
@@ -446,3 +447,19 @@ async def test_a_large_error_answer_keeps_its_error(prometheus: FakePrometheus) 
         with pytest.raises(PrometheusAPIError) as caught:
             await client.query("x")
     assert caught.value.error_type == "execution"
+
+
+async def test_a_large_answer_in_parts_decodes_part_by_part_to_the_same_samples(
+    prometheus: FakePrometheus,
+) -> None:
+    result = large_vector(20_000)
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    prometheus.fail("/api/v1/query", status=200, body=body)
+    async with connect(prometheus) as client:
+        answer = await client.query("x", in_parts=True)
+    assert len(answer.parts) > 10
+    samples = [s for part in answer.parts for s in decode_part(part, endpoint="/api/v1/query")]
+    samples += answer.samples
+    assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in samples] == [
+        [item["metric"], item["value"]] for item in result
+    ]

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
-from adapter.prometheus.results import InstantResult, Sample
+from adapter.prometheus.results import InstantResult, Sample, decode_instant, split_vector_answer
+from adapter.prometheus.slicing import SLICE_BYTES
 from adapter.providers import (
     BatchSettings,
     CustomMetricsProvider,
@@ -21,7 +23,13 @@ from adapter.providers import (
     ValueSettings,
     custom_metric_request,
 )
-from adapter.providers.batch import IDLE_INTERVALS, REFRESH_AHEAD, Batcher, BatchPlan
+from adapter.providers.batch import (
+    IDLE_INTERVALS,
+    REFRESH_AHEAD,
+    Batcher,
+    BatchPlan,
+    index_answer,
+)
 from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
 from tests.adapter.providers.fake_pods import FakePodLister
 from tests.adapter.providers.queriers import InstantOnlyQuerier
@@ -51,6 +59,7 @@ class ScriptedQuerier(InstantOnlyQuerier):
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult:
         self.queries.append((query, time_seconds))
         if self.gate is not None:
@@ -221,3 +230,45 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
 
     assert count("snapshot") == 3
     assert count("per_request_selector") == 1
+
+
+class PartsQuerier(ScriptedQuerier):
+    """Answers as ``PrometheusClient`` answers a large vector asked ``in_parts``."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__(())
+        self.body = body
+
+    async def query(
+        self,
+        query: str,
+        *,
+        time_seconds: float | None = None,
+        timeout_seconds: float | None = None,
+        in_parts: bool = False,
+    ) -> InstantResult:
+        assert in_parts
+        parts, envelope = split_vector_answer(self.body, part_bytes=SLICE_BYTES)
+        tail = decode_instant(orjson.loads(envelope)["data"], endpoint="/api/v1/query")
+        return InstantResult("vector", tail.samples, tuple(parts))
+
+
+async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
+    samples = _samples(20_000)
+    body = orjson.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "vector",
+                "result": [
+                    {"metric": s.labels, "value": [s.timestamp_seconds, s.value_text]}
+                    for s in samples
+                ],
+            },
+        }
+    )
+    batcher = _batcher(PartsQuerier(body), FakeClock())
+    snapshot = await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    assert snapshot.series == 20_000
+    assert snapshot.values == index_answer(PLAN, samples)[0]
+    assert snapshot.values_in("ns-1")["p-19999"] == (100.0, "1")
