@@ -52,6 +52,7 @@ class ScriptedQuerier(InstantOnlyQuerier):
         self.samples = tuple(samples)
         self.queries: list[tuple[str, float | None]] = []
         self.gate: asyncio.Event | None = None
+        self.parts: tuple[bytes, ...] = ()
 
     async def query(
         self,
@@ -64,7 +65,7 @@ class ScriptedQuerier(InstantOnlyQuerier):
         self.queries.append((query, time_seconds))
         if self.gate is not None:
             await self.gate.wait()
-        return InstantResult("vector", self.samples)
+        return InstantResult("vector", self.samples, self.parts)
 
     async def series(
         self,
@@ -232,27 +233,6 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
     assert count("per_request_selector") == 1
 
 
-class PartsQuerier(ScriptedQuerier):
-    """Answers as ``PrometheusClient`` answers a large vector asked ``in_parts``."""
-
-    def __init__(self, body: bytes) -> None:
-        super().__init__(())
-        self.body = body
-
-    async def query(
-        self,
-        query: str,
-        *,
-        time_seconds: float | None = None,
-        timeout_seconds: float | None = None,
-        in_parts: bool = False,
-    ) -> InstantResult:
-        assert in_parts
-        parts, envelope = split_vector_answer(self.body, part_bytes=SLICE_BYTES)
-        tail = decode_instant(orjson.loads(envelope)["data"], endpoint="/api/v1/query")
-        return InstantResult("vector", tail.samples, tuple(parts))
-
-
 async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
     samples = _samples(20_000)
     body = orjson.dumps(
@@ -267,7 +247,11 @@ async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None
             },
         }
     )
-    batcher = _batcher(PartsQuerier(body), FakeClock())
+    parts, envelope = split_vector_answer(body, part_bytes=SLICE_BYTES)
+    tail = decode_instant(orjson.loads(envelope)["data"], endpoint="/api/v1/query")
+    querier = ScriptedQuerier(tail.samples)
+    querier.parts = tuple(parts)  # as PrometheusClient.query(..., in_parts=True) answers
+    batcher = _batcher(querier, FakeClock())
     snapshot = await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
     assert snapshot.series == 20_000
     assert snapshot.values == index_answer(PLAN, samples)[0]
