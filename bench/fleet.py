@@ -547,15 +547,16 @@ def render(result: Result, *, command: str) -> str:
         f"{fleet.metric_names:,} extra metric names, {fleet.bulk_series:,} bulk series; "
         f"block of {result.samples:,} samples written in {result.block_seconds:.0f} s",
         "",
-        "| phase | sent | errors | p50 ms | p99 ms | max ms | adapter CPU cores "
+        "| phase | sent | errors | unanswered | p50 ms | p99 ms | max ms | adapter CPU cores "
         "| queries sent | Prometheus CPU s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for phase in result.phases:
         segment = phase.segment
         wall = segment.wall_seconds or float("nan")
         lines.append(
-            f"| {phase.name} | {segment.sent} | {segment.errors} | {ms(segment.p(0.5))} "
+            f"| {phase.name} | {segment.sent} | {segment.errors} "
+            f"| {segment.sent - segment.errors - segment.completed} | {ms(segment.p(0.5))} "
             f"| {ms(segment.p(0.99))} | {ms(max(segment.latencies_seconds, default=0.0))} "
             f"| {segment.adapter_cpu_seconds / wall:.3f} | {phase.queries:.0f} "
             f"| {phase.prometheus_cpu_seconds:.2f} |"
