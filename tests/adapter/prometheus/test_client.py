@@ -401,12 +401,18 @@ def large_vector(count: int) -> list[dict[str, object]]:
     return result
 
 
-async def test_a_large_answer_is_decoded_whole_while_the_loop_keeps_serving(
-    prometheus: FakePrometheus,
-) -> None:
+def answer_large_vector(prometheus: FakePrometheus) -> list[dict[str, object]]:
+    """The next instant query is answered with ``large_vector(20_000)``, returned."""
     result = large_vector(20_000)
     body = {"status": "success", "data": {"resultType": "vector", "result": result}}
     prometheus.fail("/api/v1/query", status=200, body=body)
+    return result
+
+
+async def test_a_large_answer_is_decoded_whole_while_the_loop_keeps_serving(
+    prometheus: FakePrometheus,
+) -> None:
+    result = answer_large_vector(prometheus)
     ticks = 0
     stop = asyncio.Event()
 
@@ -452,9 +458,7 @@ async def test_a_large_error_answer_keeps_its_error(prometheus: FakePrometheus) 
 async def test_a_large_answer_in_parts_decodes_part_by_part_to_the_same_samples(
     prometheus: FakePrometheus,
 ) -> None:
-    result = large_vector(20_000)
-    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
-    prometheus.fail("/api/v1/query", status=200, body=body)
+    result = answer_large_vector(prometheus)
     async with connect(prometheus) as client:
         answer = await client.query("x", in_parts=True)
     assert len(answer.parts) > 10
