@@ -32,9 +32,14 @@ Phases:
    for ``--seconds``: latency p50/p99, errors, adapter CPU, and Prometheus CPU in cores above its
    idle rate (measured just before);
 3. **discovery**: ``GET /apis/custom.metrics.k8s.io/v1beta2`` at ``--discovery-rate`` for 10 s on
-   the batched adapter, whose rules name ``--metric-names`` metrics;
+   the batched adapter, whose rules name ``--metric-names`` metrics, accepting gzip as client-go
+   does;
 4. **relist memory**: an adapter whose rules also match ``fleet_bulk``: its first relist's
-   duration and its RSS after it (and its peak), minus the batched adapter's RSS, per series.
+   duration and its RSS after it (and its peak), minus the RSS of the same adapter without the
+   ``fleet_bulk`` rule, per series.
+
+``--phases per-request,batched,discovery,relist`` (the default) chooses which run, e.g.
+``--phases discovery,relist``; the block is the same whichever run.
 
 Results: docs/performance.md ("Fleet scale").
 """
@@ -109,6 +114,7 @@ rules:
       pod: {resource: pod}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
 """
+PHASES = ("per-request", "batched", "discovery", "relist")
 BULK_RULE = """\
 - seriesQuery: 'fleet_bulk{namespace!="",pod!=""}'
   resources:
@@ -319,6 +325,7 @@ class Result:
     samples: int
     block_seconds: float
     phases: list[Phase]
+    phase_names: tuple[str, ...] = PHASES
     relist_seconds: float = float("nan")
     baseline_kib: int = 0
     bulk_kib: int = 0
@@ -403,7 +410,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
         ],
         log_path=fixture_log,
     )
-    result = Result(fleet, samples, block_seconds, [])
+    result = Result(fleet, samples, block_seconds, [], phase_names=tuple(args.phases))
     try:
         prometheus.start()
         prometheus_pid = _prometheus_pid(workdir / "prometheus")
@@ -412,119 +419,140 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
         marker = b'"describedObject":'
 
         # 1. per request
-        url, adapter = start_adapter(
-            processes,
-            args,
-            workdir,
-            name="per-request",
-            rules=RULES,
-            kube_url=kube_url,
-            prometheus_url=prometheus.url,
-            extra=["--batch-max-age=0s"],
-        )
-        requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
-        try:
-            asyncio.run(wait_ready(url, context, requests[0], PODS_PER_HPA))
-            result.phases.append(
-                asyncio.run(
-                    load_phase(
-                        "per request",
-                        url=url,
-                        context=context,
-                        requests=requests,
-                        items=PODS_PER_HPA,
-                        marker=marker,
-                        rate=args.per_request_rate,
-                        seconds=args.per_request_seconds,
-                        adapter_pid=adapter.pid,
-                        prometheus_pid=prometheus_pid,
-                    )
-                )
-            )
-        except RuntimeError as error:
-            raise RuntimeError(f"{error}\n{tail(workdir / 'adapter-per-request.log')}") from None
-        finally:
-            stop(adapter)
-
-        # 2. batched, 3. discovery
-        url, adapter = start_adapter(
-            processes,
-            args,
-            workdir,
-            name="batched",
-            rules=RULES,
-            kube_url=kube_url,
-            prometheus_url=prometheus.url,
-            extra=["--batch-max-age=7.5s"],
-        )
-        requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
-        try:
-            asyncio.run(wait_ready(url, context, requests[0], PODS_PER_HPA))
-            result.baseline_kib = memory_kib(adapter.pid)[0]
-            result.phases.append(
-                asyncio.run(
-                    load_phase(
-                        "batched",
-                        url=url,
-                        context=context,
-                        requests=requests,
-                        items=PODS_PER_HPA,
-                        marker=marker,
-                        rate=args.rate,
-                        seconds=args.seconds,
-                        adapter_pid=adapter.pid,
-                        prometheus_pid=prometheus_pid,
-                    )
-                )
-            )
-            discovery = http_request(
-                "127.0.0.1",
-                int(url.rpartition(":")[2]),
-                "/apis/custom.metrics.k8s.io/v1beta2",
-                [("X-Remote-User", HPA_USER), ("X-Remote-Group", "system:serviceaccounts")],
-            )
-            result.phases.append(
-                asyncio.run(
-                    load_phase(
-                        "discovery",
-                        url=url,
-                        context=context,
-                        requests=[discovery],
-                        items=2 * fleet.metric_names + 2,
-                        marker=b'"kind":"MetricValueList"',
-                        rate=args.discovery_rate,
-                        seconds=10.0,
-                        adapter_pid=adapter.pid,
-                        prometheus_pid=prometheus_pid,
-                    )
-                )
-            )
-        except RuntimeError as error:
-            raise RuntimeError(f"{error}\n{tail(workdir / 'adapter-batched.log')}") from None
-        finally:
-            stop(adapter)
-
-        # 4. relist memory
-        if fleet.bulk_series:
+        if "per-request" in args.phases:
             url, adapter = start_adapter(
                 processes,
                 args,
                 workdir,
-                name="bulk",
-                rules=RULES + BULK_RULE,
+                name="per-request",
+                rules=RULES,
                 kube_url=kube_url,
                 prometheus_url=prometheus.url,
-                extra=[],
+                extra=["--batch-max-age=0s"],
             )
+            requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
             try:
                 asyncio.run(wait_ready(url, context, requests[0], PODS_PER_HPA))
-                result.relist_seconds = asyncio.run(
-                    scrape_metric(url, context, "prometheus_adapter_relist_duration_seconds")
+                result.phases.append(
+                    asyncio.run(
+                        load_phase(
+                            "per request",
+                            url=url,
+                            context=context,
+                            requests=requests,
+                            items=PODS_PER_HPA,
+                            marker=marker,
+                            rate=args.per_request_rate,
+                            seconds=args.per_request_seconds,
+                            adapter_pid=adapter.pid,
+                            prometheus_pid=prometheus_pid,
+                        )
+                    )
                 )
-                time.sleep(2.0)
-                result.bulk_kib, result.bulk_peak_kib = memory_kib(adapter.pid)
+            except RuntimeError as error:
+                raise RuntimeError(
+                    f"{error}\n{tail(workdir / 'adapter-per-request.log')}"
+                ) from None
             finally:
                 stop(adapter)
+
+        # 2. batched, 3. discovery (on the same adapter)
+        if {"batched", "discovery"} & set(args.phases):
+            url, adapter = start_adapter(
+                processes,
+                args,
+                workdir,
+                name="batched",
+                rules=RULES,
+                kube_url=kube_url,
+                prometheus_url=prometheus.url,
+                extra=["--batch-max-age=7.5s"],
+            )
+            requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
+            try:
+                asyncio.run(wait_ready(url, context, requests[0], PODS_PER_HPA))
+                if "batched" in args.phases:
+                    result.phases.append(
+                        asyncio.run(
+                            load_phase(
+                                "batched",
+                                url=url,
+                                context=context,
+                                requests=requests,
+                                items=PODS_PER_HPA,
+                                marker=marker,
+                                rate=args.rate,
+                                seconds=args.seconds,
+                                adapter_pid=adapter.pid,
+                                prometheus_pid=prometheus_pid,
+                            )
+                        )
+                    )
+                if "discovery" in args.phases:
+                    # as client-go and kubectl ask: gzip accepted (the client decompresses)
+                    discovery = http_request(
+                        "127.0.0.1",
+                        int(url.rpartition(":")[2]),
+                        "/apis/custom.metrics.k8s.io/v1beta2",
+                        [
+                            ("X-Remote-User", HPA_USER),
+                            ("X-Remote-Group", "system:serviceaccounts"),
+                            ("Accept-Encoding", "gzip"),
+                        ],
+                    )
+                    result.phases.append(
+                        asyncio.run(
+                            load_phase(
+                                "discovery",
+                                url=url,
+                                context=context,
+                                requests=[discovery],
+                                items=2 * fleet.metric_names + 2,
+                                marker=b'"kind":"MetricValueList"',
+                                rate=args.discovery_rate,
+                                seconds=10.0,
+                                adapter_pid=adapter.pid,
+                                prometheus_pid=prometheus_pid,
+                            )
+                        )
+                    )
+            except RuntimeError as error:
+                raise RuntimeError(f"{error}\n{tail(workdir / 'adapter-batched.log')}") from None
+            finally:
+                stop(adapter)
+
+        # 4. relist memory: the same adapter without and with the bulk rule
+        if "relist" in args.phases and fleet.bulk_series:
+            for name, rules in (("baseline", RULES), ("bulk", RULES + BULK_RULE)):
+                url, adapter = start_adapter(
+                    processes,
+                    args,
+                    workdir,
+                    name=name,
+                    rules=rules,
+                    kube_url=kube_url,
+                    prometheus_url=prometheus.url,
+                    extra=[],
+                )
+                probe = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))[0]
+                try:
+                    asyncio.run(wait_ready(url, context, probe, PODS_PER_HPA))
+                    relist_seconds = asyncio.run(
+                        scrape_metric(url, context, "prometheus_adapter_relist_duration_seconds")
+                    )
+                    time.sleep(2.0)
+                    rss_kib, peak_kib = memory_kib(adapter.pid)
+                except RuntimeError as error:
+                    raise RuntimeError(
+                        f"{error}\n{tail(workdir / f'adapter-{name}.log')}"
+                    ) from None
+                finally:
+                    stop(adapter)
+                if name == "baseline":
+                    result.baseline_kib = rss_kib
+                else:
+                    result.relist_seconds = relist_seconds
+                    result.bulk_kib, result.bulk_peak_kib = rss_kib, peak_kib
         return result
     except (RuntimeError, OSError, aiohttp.ClientError) as error:  # TimeoutError is an OSError
         done = ", ".join(phase.name for phase in result.phases) or "none"
@@ -582,17 +610,22 @@ def render(result: Result, *, command: str) -> str:
                 f"(goal <= 25), client lag p99 {ms(percentile(segment.lags_seconds, 0.99))} ms"
             )
         elif phase.name == "discovery":
-            lines.append(f"discovery: p99 {ms(segment.p(0.99))} ms (goal <= 5)")
+            lines.append(
+                f"discovery: p50 {ms(segment.p(0.5))} ms, p99 {ms(segment.p(0.99))} ms "
+                f"(goal <= 5); adapter {segment.per_thousand(segment.adapter_cpu_seconds):.2f} "
+                f"CPU-ms per request; client lag p99 "
+                f"{ms(percentile(segment.lags_seconds, 0.99))} ms"
+            )
         for sample in segment.error_samples:
             lines.append(f"error ({phase.name}): {sample}")
     if result.failure:
         lines.append(f"stopped: {result.failure}")
-    elif fleet.bulk_series:
+    elif "relist" in result.phase_names and fleet.bulk_series:
         above = (result.bulk_kib - result.baseline_kib) * 1024
         lines.append(
             f"relist of {fleet.bulk_series:,} more series: {result.relist_seconds:.2f} s; RSS "
             f"{result.bulk_kib / 1024:.0f} MiB after it (peak {result.bulk_peak_kib / 1024:.0f} "
-            f"MiB) vs {result.baseline_kib / 1024:.0f} MiB without: "
+            f"MiB) vs {result.baseline_kib / 1024:.0f} MiB without the bulk rule: "
             f"{above / fleet.bulk_series:.1f} bytes per series above baseline (goal <= 150)"
         )
     return "\n".join(lines)
@@ -611,6 +644,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--window", type=int, default=1200, help="seconds of samples after the start"
     )
+    group.add_argument(
+        "--phases",
+        type=phase_list,
+        default=PHASES,
+        help=f"comma-separated phases to run, in their order (default: {','.join(PHASES)})",
+    )
+
+
+def phase_list(text: str) -> tuple[str, ...]:
+    """``--phases``: a comma-separated subset of ``PHASES``."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in PHASES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown phase {', '.join(unknown) or '(none)'}; choose from {', '.join(PHASES)}"
+        )
+    return names
 
 
 def main(args: argparse.Namespace) -> None:

@@ -64,11 +64,13 @@ from adapter.prometheus.errors import (
 from adapter.prometheus.results import (
     InstantResult,
     RangeSeries,
+    SeriesList,
     decode_instant,
     decode_matrix,
     decode_part,
     decode_series,
     series_selectors,
+    split_series_answer,
     split_vector_answer,
 )
 from adapter.prometheus.singleflight import SingleFlight
@@ -153,7 +155,9 @@ def _decode_matrix(data: Any) -> list[RangeSeries]:
     return decode_matrix(data, endpoint=QUERY_RANGE_PATH)
 
 
-def _decode_series(data: Any) -> list[Series]:
+def _decode_series(data: Any) -> Sequence[Series]:
+    if isinstance(data, SeriesList):
+        return data
     return decode_series(data, endpoint=SERIES_PATH)
 
 
@@ -340,17 +344,18 @@ class PrometheusClient:
         start_seconds: float | None = None,
         end_seconds: float | None = None,
         timeout_seconds: float | None = None,
-    ) -> list[Series]:
-        """``Series``: the series matching any of ``matches`` in the interval."""
+    ) -> Sequence[Series]:
+        """``Series``: the series matching any of ``matches`` in the interval (a large answer is
+        a ``SeriesList``, decoded a piece at a time when read)."""
         params = [("match[]", selector) for selector in series_selectors(matches)]
         if start_seconds is not None:
             params.append(("start", format_seconds(start_seconds)))
         if end_seconds is not None:
             params.append(("end", format_seconds(end_seconds)))
-        found: list[Series] = await self._call(
+        found: Sequence[Series] = await self._call(
             SERIES_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_series
         )
-        return list(found)
+        return found if isinstance(found, SeriesList) else list(found)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -550,7 +555,13 @@ class PrometheusClient:
     @classmethod
     def _decode(cls, path: str, response: HttpResponse, *, budget_seconds: float) -> Any:
         body = cls._checked_body(path, response)
-        return cls._envelope_data(path, response.status, body, budget_seconds=budget_seconds)
+        split = split_series_answer(body, endpoint=path) if path == SERIES_PATH else None
+        if split is not None:
+            body = split[0]
+        data = cls._envelope_data(path, response.status, body, budget_seconds=budget_seconds)
+        if split is not None and data == []:
+            return split[1]
+        return data
 
     @classmethod
     def _checked_body(cls, path: str, response: HttpResponse) -> bytes:

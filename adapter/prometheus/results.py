@@ -7,16 +7,19 @@ Upstream counterpart: prometheus-adapter ``pkg/client/interfaces.go`` (``QueryRe
 Deliberate deviations: each sample keeps the exact decimal text Prometheus sent (``value_text``)
 next to the float, so values become exact milli-quantities without a float round trip; an instant
 scalar is one sample with no labels; series are ``adapter.rules.Series`` so they go straight into
-the rule namers.
+the rule namers. A large ``/api/v1/series`` answer (a relist's: a series per pod) is a
+``SeriesList``: its JSON bytes, decoded a chunk at a time, with its distinct series shapes (name
+and label names, what discovery needs) counted once; its million label sets are never all
+decoded at once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import orjson
 
@@ -210,6 +213,111 @@ def decode_series(data: Any, *, endpoint: str) -> list[Series]:
         name = labels.pop("__name__", "")
         out.append(Series(name, labels))
     return out
+
+
+SERIES_CHUNK_BYTES = 1 << 20
+"""The size of the pieces a large series answer is decoded in (and the size from which it is)."""
+
+_DATA_ARRAY = b'"data":['
+
+SeriesShape = tuple[str, frozenset[str]]
+"""A series' name and label names: all the relist keeps of it."""
+
+
+def distinct_series(found: Iterable[Series]) -> list[tuple[Series, int]]:
+    """The first series of each shape (name and label names), in order, and how many series
+    have that shape."""
+    if isinstance(found, SeriesList):
+        return found.distinct
+    first: dict[SeriesShape, Series] = {}
+    counts: dict[SeriesShape, int] = {}
+    for item in found:
+        shape = (item.name, frozenset(item.labels))
+        if shape in counts:
+            counts[shape] += 1
+        else:
+            first[shape] = item
+            counts[shape] = 1
+    return [(item, counts[shape]) for shape, item in first.items()]
+
+
+class SeriesList(Sequence[Series]):
+    """A decoded ``/api/v1/series`` answer kept as the JSON bytes of its ``data`` array, cut at
+    element boundaries into ``SERIES_CHUNK_BYTES`` pieces; iterating decodes one piece at a time.
+
+    Built by ``split_series_answer``, which checks every element (``distinct`` is counted then).
+    """
+
+    __slots__ = ("_body", "_endpoint", "_length", "_spans", "distinct")
+
+    def __init__(self, body: bytes, spans: Sequence[tuple[int, int]], *, endpoint: str) -> None:
+        """Raises ``orjson.JSONDecodeError`` when a piece is not JSON (a cut inside a string)
+        and ``PrometheusResponseError`` for an element that is not a label set."""
+        self._body = body
+        self._spans = tuple(spans)
+        self._endpoint = endpoint
+        self._length = 0
+        self.distinct: list[tuple[Series, int]] = []
+        self.distinct = distinct_series(self._decode())
+        self._length = sum(count for _, count in self.distinct)
+
+    def _decode(self) -> Iterator[Series]:
+        for start, end in self._spans:
+            for item in orjson.loads(b"[" + self._body[start:end] + b"]"):
+                labels = _labels(item, self._endpoint)
+                name = labels.pop("__name__", "")
+                yield Series(name, labels)
+
+    def __iter__(self) -> Iterator[Series]:
+        return self._decode()
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Series: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Series]: ...
+
+    def __getitem__(self, index: int | slice) -> Series | list[Series]:
+        return list(self._decode())[index]
+
+
+def split_series_answer(
+    body: bytes, *, endpoint: str, chunk_bytes: int = SERIES_CHUNK_BYTES
+) -> tuple[bytes, SeriesList] | None:
+    """A large series answer as (its envelope with an empty ``data`` array, its data as a
+    ``SeriesList``); ``None`` when the answer is small or not in the compact shape Prometheus
+    writes (one ``"data":[`` key, elements joined by ``},{``), for the caller to decode whole.
+
+    A cut is only taken at ``},{``; one that falls inside a string leaves a piece that is not JSON,
+    which makes this answer ``None`` too, never a wrong split. Raises ``PrometheusResponseError``
+    for an element that is not a label set (as ``decode_series``)."""
+    if len(body) < chunk_bytes:
+        return None
+    start = body.find(_DATA_ARRAY)
+    if start < 0 or body.find(_DATA_ARRAY, start + 1) >= 0:
+        return None
+    position = start + len(_DATA_ARRAY)
+    if body[position : position + 1] != b"{":
+        return None
+    spans: list[tuple[int, int]] = []
+    while True:
+        cut = body.find(b"},{", position + chunk_bytes)
+        if cut < 0:
+            end = body.find(b"}]", position)
+            if end < 0:
+                return None
+            spans.append((position, end + 1))
+            break
+        spans.append((position, cut + 1))
+        position = cut + 2
+    try:
+        answer = SeriesList(body, spans, endpoint=endpoint)
+    except orjson.JSONDecodeError:
+        return None
+    return body[: spans[0][0]] + body[spans[-1][1] :], answer
 
 
 def series_selectors(matches: Sequence[str]) -> list[str]:

@@ -88,6 +88,10 @@ class MetricProviders:
         """The prebuilt ``APIResourceList`` JSON of the current index, or None if not served."""
         return self.relister.index.discovery.get(group_version)
 
+    def discovery_gzip(self, group_version: str) -> bytes | None:
+        """The same document gzipped, when it is over the gzip threshold (128 KiB)."""
+        return self.relister.index.discovery_gzip.get(group_version)
+
 
 def build_providers(
     config: RuleConfig,

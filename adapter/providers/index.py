@@ -13,13 +13,17 @@ Deliberate deviations: custom and external rules are relisted together (one pass
 selectors shared across both); each index carries the discovery documents
 (``APIResourceList`` JSON for custom.metrics.k8s.io v1beta1 and v1beta2 and
 external.metrics.k8s.io v1beta1) prebuilt as bytes, so a discovery request is a dictionary
-lookup; a generation number and the relist time travel with the index.
+lookup, and a document over k8s.io/apiserver's gzip threshold (128 KiB) also prebuilt gzipped, for
+clients that accept it (upstream compresses it per request); a relist keeps only each series'
+shape (name and label names) and how many series have it, never the listed series; a generation
+number and the relist time travel with the index.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +33,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus.errors import PrometheusError
+from adapter.prometheus.results import distinct_series
 from adapter.providers.ports import Clock, PrometheusQuerier
 from adapter.providers.telemetry import ProviderMetrics
 from adapter.rules import (
@@ -52,6 +57,9 @@ CUSTOM_V1BETA2 = f"{CUSTOM_GROUP}/v1beta2"
 EXTERNAL_V1BETA1 = f"{EXTERNAL_GROUP}/v1beta1"
 
 DEFAULT_RELIST_INTERVAL_SECONDS = 600.0  # --metrics-relist-interval (upstream: 10m)
+GZIP_THRESHOLD_BYTES = 128 * 1024
+"""k8s.io/apiserver ``defaultGzipThresholdBytes``: larger answers are gzipped for a client that
+sends ``Accept-Encoding: gzip``."""
 
 
 def api_resource_list(group_version: str, resources: Sequence[dict[str, object]]) -> bytes:
@@ -95,7 +103,8 @@ def external_api_resources(metrics: Sequence[str]) -> list[dict[str, object]]:
 @dataclass(frozen=True, kw_only=True)
 class MetricIndex:
     """One immutable relist result. ``discovery`` maps a group-version
-    (``custom.metrics.k8s.io/v1beta2``, ...) to its ``APIResourceList`` JSON bytes."""
+    (``custom.metrics.k8s.io/v1beta2``, ...) to its ``APIResourceList`` JSON bytes;
+    ``discovery_gzip`` holds the same documents gzipped, those over ``GZIP_THRESHOLD_BYTES``."""
 
     custom: SeriesRegistry
     external: ExternalSeriesRegistry
@@ -104,6 +113,7 @@ class MetricIndex:
     custom_series_count: int = 0
     external_series_count: int = 0
     discovery: dict[str, bytes] = field(default_factory=dict)
+    discovery_gzip: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -118,6 +128,11 @@ class MetricIndex:
     ) -> MetricIndex:
         custom_resources = custom_api_resources(custom.list_all_metrics())
         external_resources = external_api_resources(external.list_all_metrics())
+        discovery = {
+            CUSTOM_V1BETA1: api_resource_list(CUSTOM_V1BETA1, custom_resources),
+            CUSTOM_V1BETA2: api_resource_list(CUSTOM_V1BETA2, custom_resources),
+            EXTERNAL_V1BETA1: api_resource_list(EXTERNAL_V1BETA1, external_resources),
+        }
         return cls(
             custom=custom,
             external=external,
@@ -125,10 +140,11 @@ class MetricIndex:
             listed_at=listed_at,
             custom_series_count=custom_series_count,
             external_series_count=external_series_count,
-            discovery={
-                CUSTOM_V1BETA1: api_resource_list(CUSTOM_V1BETA1, custom_resources),
-                CUSTOM_V1BETA2: api_resource_list(CUSTOM_V1BETA2, custom_resources),
-                EXTERNAL_V1BETA1: api_resource_list(EXTERNAL_V1BETA1, external_resources),
+            discovery=discovery,
+            discovery_gzip={
+                group_version: gzip.compress(body, mtime=0)
+                for group_version, body in discovery.items()
+                if len(body) > GZIP_THRESHOLD_BYTES
             },
         )
 
@@ -137,6 +153,13 @@ class MetricIndex:
         return cls.build(
             SeriesRegistry(mapper=mapper), ExternalSeriesRegistry(), generation=0, listed_at=None
         )
+
+
+def _filter_counted(
+    namer: MetricNamer, found: Sequence[tuple[Series, int]]
+) -> list[tuple[Series, int]]:
+    """``FilterSeries`` over distinct series shapes and their counts."""
+    return [(item, count) for item, count in found if namer.series_matches(item.name)]
 
 
 class RelistError(RuntimeError):
@@ -221,18 +244,30 @@ class MetricRelister:
             self.metrics.relist_total.labels("error").inc()
             log.warning("relist_failed", error=exc.message, endpoint=exc.endpoint)
             raise RelistError(f"unable to update list of all metrics: {exc.message}") from exc
-        by_selector: dict[str, list[Series]] = dict(zip(selectors, answers, strict=True))
+        # only each series' shape (name, label names) matters from here on: the answers (a
+        # series per pod, a relist's bulk) are dropped once their shapes are counted
+        by_selector: dict[str, list[tuple[Series, int]]] = {
+            selector: distinct_series(answer)
+            for selector, answer in zip(selectors, answers, strict=True)
+        }
+        del answers
         try:
             custom_series = [
-                namer.filter_series(by_selector[namer.series_query])
+                _filter_counted(namer, by_selector[namer.series_query])
                 for namer in self._custom_namers
             ]
             external_series = [
-                namer.filter_series(by_selector[namer.series_query])
+                _filter_counted(namer, by_selector[namer.series_query])
                 for namer in self._external_namers
             ]
-            custom = SeriesRegistry.from_series(custom_series, self._custom_namers, self._mapper)
-            external = ExternalSeriesRegistry.from_series(external_series, self._external_namers)
+            custom = SeriesRegistry.from_series(
+                [[item for item, _ in found] for found in custom_series],
+                self._custom_namers,
+                self._mapper,
+            )
+            external = ExternalSeriesRegistry.from_series(
+                [[item for item, _ in found] for found in external_series], self._external_namers
+            )
         except (RuleEvaluationError, UnknownResourceError, ValueError) as exc:
             self.metrics.relist_total.labels("error").inc()
             log.warning("relist_failed", error=str(exc))
@@ -242,8 +277,8 @@ class MetricRelister:
             external,
             generation=self._index.generation + 1,
             listed_at=self._clock.now(),
-            custom_series_count=sum(len(found) for found in custom_series),
-            external_series_count=sum(len(found) for found in external_series),
+            custom_series_count=sum(count for found in custom_series for _, count in found),
+            external_series_count=sum(count for found in external_series for _, count in found),
         )
         self._index = index
         self._listed_monotonic = self._clock.monotonic()

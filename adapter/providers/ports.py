@@ -70,7 +70,7 @@ class PrometheusQuerier(Protocol):
         start_seconds: float | None = None,
         end_seconds: float | None = None,
         timeout_seconds: float | None = None,
-    ) -> list[Series]: ...
+    ) -> Sequence[Series]: ...
 
 
 class Clock(Protocol):

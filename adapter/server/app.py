@@ -95,6 +95,12 @@ def _json(body: Any, *, status_code: int = 200) -> web.Response:
     return web.Response(body=data, status=status_code, content_type="application/json")
 
 
+def accepts_gzip(accept_encoding: str) -> bool:
+    """k8s.io/apiserver ``ContentEncodingSupported``: a comma-separated token that is exactly
+    ``gzip`` (no quality value)."""
+    return any(token.strip() == "gzip" for token in accept_encoding.split(","))
+
+
 def api_label(info: RequestInfo | None) -> str:
     """The closed ``api`` label of the request metrics, from the request's parse."""
     if info is None:
@@ -227,7 +233,7 @@ class Routes:
             case GroupTarget():
                 return await self.group(target)
             case ResourceListTarget():
-                return await self.resource_list(target)
+                return await self.resource_list(request, target)
             case OpenApiGroupVersionTarget():
                 return await self.openapi_v3_group_version(target)
             case CustomMetricTarget():
@@ -290,17 +296,28 @@ class Routes:
     async def group(self, target: GroupTarget) -> web.Response:
         return _json(discovery.api_group(self._group(target.group)))
 
-    async def resource_list(self, target: ResourceListTarget) -> web.Response:
+    async def resource_list(self, request: web.Request, target: ResourceListTarget) -> web.Response:
+        """The prebuilt document of the current index (merged with routed backends' lists when
+        the group is routed); gzipped as prebuilt when the client accepts gzip and it is large."""
         group = self._group(target.group)
         if target.version not in group.versions:
             raise status.not_found_path()
         if group.name == wire.RESOURCE_GROUP:
             return _json(discovery.RESOURCE_METRICS_RESOURCES)
-        body = self.server.metrics.current.discovery(f"{group.name}/{target.version}")
+        group_version = f"{group.name}/{target.version}"
+        metrics = self.server.metrics.current
+        local = body = metrics.discovery(group_version)
         if self.server.router is not None:
             body = await self.server.router.discovery(group.name, target.version, body)
         if body is None:
             raise status.not_found_path()
+        if body is local and accepts_gzip(request.headers.get("Accept-Encoding", "")):
+            compressed = metrics.discovery_gzip(group_version)
+            if compressed is not None:
+                response = _json(compressed)
+                response.headers["Content-Encoding"] = "gzip"
+                response.headers["Vary"] = "Accept-Encoding"
+                return response
         return _json(body)
 
     async def openapi_v2(self, request: web.Request) -> web.Response:

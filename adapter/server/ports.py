@@ -114,6 +114,8 @@ class Metrics(Protocol):
 
     def discovery(self, group_version: str) -> bytes | None: ...
 
+    def discovery_gzip(self, group_version: str) -> bytes | None: ...
+
 
 class MetricsSource(Protocol):
     """Where the current providers are (swapped atomically by a config reload)."""

@@ -211,7 +211,7 @@ class PinnedQuerier(InstantOnlyQuerier):
         start_seconds: float | None = None,
         end_seconds: float | None = None,
         timeout_seconds: float | None = None,
-    ) -> list[Series]:
+    ) -> Sequence[Series]:
         return await self._client.series(
             matches, start_seconds=start_seconds, timeout_seconds=timeout_seconds
         )

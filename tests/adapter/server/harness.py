@@ -179,9 +179,13 @@ class FakeProviders:
     external: FakeExternal = field(default_factory=FakeExternal)
     resource: FakeResource | None = field(default_factory=FakeResource)
     documents: dict[str, bytes] = field(default_factory=dict)
+    compressed: dict[str, bytes] = field(default_factory=dict)
 
     def discovery(self, group_version: str) -> bytes | None:
         return self.documents.get(group_version)
+
+    def discovery_gzip(self, group_version: str) -> bytes | None:
+        return self.compressed.get(group_version)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import orjson
 import pytest
 
@@ -12,8 +14,16 @@ from adapter.providers import (
     MissingCause,
     NodeUsage,
 )
-from adapter.providers.index import MetricIndex
-from adapter.rules import GroupResource, StaticRESTMapper
+from adapter.providers.index import GZIP_THRESHOLD_BYTES, MetricIndex
+from adapter.rules import (
+    ExternalSeriesRegistry,
+    GroupResource,
+    Series,
+    SeriesRegistry,
+    StaticRESTMapper,
+    namers_from_config,
+)
+from adapter.rules.config import load_rules
 from adapter.server.ports import ObjectMeta
 from tests.adapter.server.harness import (
     ALICE,
@@ -345,3 +355,43 @@ async def test_metrics_endpoint_needs_authentication_and_a_non_resource_grant() 
         "get",
         "/metrics",
     )
+
+
+def _large_index() -> MetricIndex:
+    """An index whose custom-metrics documents are over the gzip threshold (3,000 resources)."""
+    mapper = StaticRESTMapper.builtin()
+    config = load_rules(
+        "rules:\n"
+        "- seriesQuery: '{__name__=~\"m_.*\"}'\n"
+        "  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}\n"
+        "  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n",
+        source="test",
+    )
+    namers = namers_from_config(config.rules, mapper, kind="rules", source="test")
+    found = [Series(f"m_{i}", {"namespace": "a", "pod": "b"}) for i in range(1500)]
+    custom = SeriesRegistry.from_series([found], namers, mapper)
+    return MetricIndex.build(custom, ExternalSeriesRegistry(), generation=1, listed_at=None)
+
+
+async def test_a_large_discovery_document_is_served_gzipped_as_prebuilt_when_accepted() -> None:
+    index = _large_index()
+    v2 = "custom.metrics.k8s.io/v1beta2"
+    assert len(index.discovery[v2]) > GZIP_THRESHOLD_BYTES
+    assert gzip.decompress(index.discovery_gzip[v2]) == index.discovery[v2]
+    assert "external.metrics.k8s.io/v1beta1" not in index.discovery_gzip  # small: never gzipped
+    providers = FakeProviders(documents=index.discovery, compressed=index.discovery_gzip)
+    answers = {}
+    async with serve(providers) as h:
+        for accept in ("gzip", "deflate, gzip", "gzip;q=0.5", "identity", None):
+            headers = {**ALICE, "Accept-Encoding": accept or ""}
+            response = await h.client.get(f"/apis/{v2}", headers=headers, auto_decompress=False)
+            answers[accept] = (response.headers.get("Content-Encoding"), await response.read())
+    gzipped = ("gzip", index.discovery_gzip[v2])
+    plain = (None, index.discovery[v2])
+    assert answers == {
+        "gzip": gzipped,
+        "deflate, gzip": gzipped,
+        "gzip;q=0.5": plain,  # as k8s.io/apiserver: the bare token only
+        "identity": plain,
+        None: plain,
+    }
