@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -489,30 +490,37 @@ async def open_loop(
     rate_per_second: float,
     duration_seconds: float,
     record: bool = True,
+    max_connections: int | None = None,
 ) -> None:
     """Send ``path``'s request at a constant rate for ``duration_seconds``; latency from the
     schedule. No task per request: an idle connection sends at once, answers come back as
     callbacks; only when every connection is busy is a new one opened (its connect time counts
-    in that request's latency)."""
+    in that request's latency). With ``max_connections``, no more are opened than that: a
+    request that finds them all busy waits in line for the next one free (its wait counts in its
+    latency), as requests from a client with a bounded number of workers would."""
     loop = asyncio.get_running_loop()
     count = round(rate_per_second * duration_seconds)
     start = loop.time() + 0.05
     pending = 0
+    busy = 0  # connections carrying a request, or being opened for one
+    waiting: collections.deque[tuple[float, bytes]] = collections.deque()
     finished = asyncio.Event()
     pool = path.pool
     sending_done = False
+    background: set[asyncio.Task[None]] = set()
 
     def complete(
         scheduled: float, connection: HttpConnection
     ) -> Callable[[int, bytes, ResponseError | None], None]:
         def done(status: int, body: bytes, error: ResponseError | None) -> None:
-            nonlocal pending
+            nonlocal pending, busy
             now = loop.time()
             if error is None and status != 200:
                 error = ResponseError(f"{path.name} answered {status}: {body[:200]!r}")
             if error is None and body.count(path.item_marker) != path.items:
                 found = body.count(path.item_marker)
                 error = ResponseError(f"{path.name} answered {found} items, not {path.items}")
+            busy -= 1
             if not connection.closed and connection.transport is not None:
                 pool.idle.append(connection)  # (a failed connect's stand-in has no transport)
             if record:
@@ -523,13 +531,14 @@ async def open_loop(
                 else:
                     segment.latencies_seconds.append(now - scheduled)
             pending -= 1
+            if waiting:
+                dispatch(*waiting.popleft())
             if sending_done and pending == 0:
                 finished.set()
 
         return done
 
     async def send_on_new_connection(scheduled: float, request: bytes) -> None:
-        nonlocal pending
         try:
             connection = await pool.open()
         except OSError as error:
@@ -539,7 +548,22 @@ async def open_loop(
             return
         connection.send(request, complete(scheduled, connection))
 
-    background: set[asyncio.Task[None]] = set()
+    def dispatch(scheduled: float, request: bytes) -> None:
+        nonlocal busy
+        while pool.idle and pool.idle[-1].closed:
+            pool.idle.pop()
+        if pool.idle:
+            busy += 1
+            connection = pool.idle.pop()
+            connection.send(request, complete(scheduled, connection))
+        elif max_connections is not None and busy >= max_connections:
+            waiting.append((scheduled, request))
+        else:
+            busy += 1
+            task = asyncio.create_task(send_on_new_connection(scheduled, request))
+            background.add(task)
+            task.add_done_callback(background.discard)
+
     for index in range(count):
         scheduled = start + index / rate_per_second
         delay = scheduled - loop.time()
@@ -549,16 +573,11 @@ async def open_loop(
         if record:
             segment.sent += 1
             segment.lags_seconds.append(loop.time() - scheduled)
-        while pool.idle and pool.idle[-1].closed:
-            pool.idle.pop()
         request = path.requests[index % len(path.requests)] if path.requests else path.request
-        if pool.idle:
-            connection = pool.idle.pop()
-            connection.send(request, complete(scheduled, connection))
+        if waiting:
+            waiting.append((scheduled, request))  # in line behind the earlier ones
         else:
-            task = asyncio.create_task(send_on_new_connection(scheduled, request))
-            background.add(task)
-            task.add_done_callback(background.discard)
+            dispatch(scheduled, request)
     sending_done = True
     if pending:
         with contextlib.suppress(TimeoutError):

@@ -90,6 +90,13 @@ PODS_PER_HPA = 10
 STEP_SECONDS = 30
 HISTORY_SECONDS = 300
 PERIOD_SECONDS = 15.0
+MAX_CONNECTIONS = 64
+"""The load generator's connections to the adapter at most: past that a request waits in line
+for a free one (the wait counts in its latency), as behind the API server's aggregator, whose
+callers (the HPA controller's 5 workers, the VPA recommender) have bounded concurrency. Without
+a bound, a pause of the adapter made the generator open a TLS connection per waiting request
+(thousands a second, each a handshake for the adapter) until the adapter ran out of file
+descriptors."""
 METRIC = "http_requests_per_second"
 RULES = """\
 rules:
@@ -272,6 +279,11 @@ async def load_phase(
         requests=tuple(requests),
     )
     try:
+        # Prometheus's idle rate, before any load (an evaluation of the warm-up may still run
+        # after it)
+        idle_before = process_cpu_seconds(prometheus_pid)
+        await asyncio.sleep(3.0)
+        idle_cores = (process_cpu_seconds(prometheus_pid) - idle_before) / 3.0
         # warm-up: connections, authorization cache, the first batched evaluation
         await open_loop(
             path,
@@ -279,15 +291,20 @@ async def load_phase(
             rate_per_second=rate,
             duration_seconds=3.0,
             record=False,
+            max_connections=MAX_CONNECTIONS,
         )
-        idle_before = process_cpu_seconds(prometheus_pid)
         await asyncio.sleep(3.0)
-        idle_cores = (process_cpu_seconds(prometheus_pid) - idle_before) / 3.0
         queries_before = await scrape_metric(url, context, QUERIES_SENT)
         adapter_before = process_cpu_seconds(adapter_pid)
         prometheus_before = process_cpu_seconds(prometheus_pid)
         started = time.monotonic()
-        await open_loop(path, segment, rate_per_second=rate, duration_seconds=seconds)
+        await open_loop(
+            path,
+            segment,
+            rate_per_second=rate,
+            duration_seconds=seconds,
+            max_connections=MAX_CONNECTIONS,
+        )
         segment.wall_seconds = time.monotonic() - started
         segment.adapter_cpu_seconds = process_cpu_seconds(adapter_pid) - adapter_before
         prometheus_cpu = process_cpu_seconds(prometheus_pid) - prometheus_before
@@ -558,15 +575,16 @@ def render(result: Result, *, command: str) -> str:
         f"{fleet.metric_names:,} extra metric names, {fleet.bulk_series:,} bulk series; "
         f"block of {result.samples:,} samples written in {result.block_seconds:.0f} s",
         "",
-        "| phase | sent | errors | p50 ms | p99 ms | max ms | adapter CPU cores "
+        "| phase | sent | errors | unanswered | p50 ms | p99 ms | max ms | adapter CPU cores "
         "| queries sent | Prometheus CPU s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for phase in result.phases:
         segment = phase.segment
         wall = segment.wall_seconds or float("nan")
         lines.append(
-            f"| {phase.name} | {segment.sent} | {segment.errors} | {ms(segment.p(0.5))} "
+            f"| {phase.name} | {segment.sent} | {segment.errors} "
+            f"| {segment.sent - segment.errors - segment.completed} | {ms(segment.p(0.5))} "
             f"| {ms(segment.p(0.99))} | {ms(max(segment.latencies_seconds, default=0.0))} "
             f"| {segment.adapter_cpu_seconds / wall:.3f} | {phase.queries:.0f} "
             f"| {phase.prometheus_cpu_seconds:.2f} |"

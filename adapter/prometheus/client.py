@@ -67,11 +67,14 @@ from adapter.prometheus.results import (
     SeriesList,
     decode_instant,
     decode_matrix,
+    decode_part,
     decode_series,
     series_selectors,
     split_series_answer,
+    split_vector_answer,
 )
 from adapter.prometheus.singleflight import SingleFlight
+from adapter.prometheus.slicing import SLICE_BYTES, between_slices, collector_paused
 from adapter.rules import Series
 
 log = structlog.get_logger(__name__)
@@ -130,7 +133,8 @@ class BaseURL(NamedTuple):
 
 
 LARGE_ANSWER_BYTES = 1 << 20
-"""Answers this large or larger are decoded in a worker thread."""
+"""Answers this large or larger are decoded a slice at a time on the event loop (instant
+queries: ``adapter.prometheus.slicing``) or in a worker thread (series, range queries)."""
 
 
 def _decode_answer(
@@ -223,7 +227,7 @@ class PrometheusClient:
         self._session: aiohttp.ClientSession | None = None
         self._encoded: dict[str, str] = {}
         self._semaphore = asyncio.Semaphore(connection.max_concurrent_requests)
-        self._flights: SingleFlight[tuple[str, str, Params], Any] = SingleFlight()
+        self._flights: SingleFlight[tuple[str, str, Params, bool], Any] = SingleFlight()
         self.metrics = ClientMetrics(registry if registry is not None else CollectorRegistry())
 
     def _static_headers(self) -> dict[str, str]:
@@ -290,13 +294,23 @@ class PrometheusClient:
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult:
-        """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given)."""
+        """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given).
+
+        in_parts: a large vector (``LARGE_ANSWER_BYTES``) comes back with its leading samples
+        undecoded (``InstantResult.parts``), for a caller that decodes and uses them a part at
+        a time, so that they never all live at once."""
         params: list[tuple[str, str]] = [("query", query)]
         if time_seconds is not None:
             params.append(("time", format_seconds(time_seconds)))
         result: InstantResult = await self._call(
-            QUERY_PATH, tuple(params), timeout_seconds=timeout_seconds, decode=_decode_instant
+            QUERY_PATH,
+            tuple(params),
+            timeout_seconds=timeout_seconds,
+            decode=_decode_instant,
+            sliced=True,
+            in_parts=in_parts,
         )
         return result
 
@@ -352,19 +366,28 @@ class PrometheusClient:
         *,
         timeout_seconds: float | None,
         decode: Callable[[Any], Any],
+        sliced: bool = False,
+        in_parts: bool = False,
     ) -> Any:
         """The decoded answer; the HTTP request and the decoding are shared by coalesced
-        callers (the decoded values are immutable)."""
+        callers (the decoded values are immutable). ``sliced``: an instant query's answer, which
+        when large is decoded a slice at a time, or left in parts with ``in_parts``."""
         timeout = self.connection.timeout_seconds if timeout_seconds is None else timeout_seconds
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        key = (self.connection.method, path, params)
+        key = (self.connection.method, path, params, in_parts)
 
         async def fetch() -> Any:
             return await self._request(
-                path, params, deadline=deadline, budget_seconds=timeout, decode=decode
+                path,
+                params,
+                deadline=deadline,
+                budget_seconds=timeout,
+                decode=decode,
+                sliced=sliced,
+                in_parts=in_parts,
             )
 
         try:
@@ -392,10 +415,12 @@ class PrometheusClient:
         deadline: float,
         budget_seconds: float,
         decode: Callable[[Any], Any],
+        sliced: bool = False,
+        in_parts: bool = False,
     ) -> Any:
-        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more (a
-        batched evaluation's, a relist's) is decoded in a worker thread, so the event loop keeps
-        serving requests between the interpreter's thread switches meanwhile."""
+        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more is
+        decoded a slice at a time on the event loop when ``sliced`` (a batched evaluation's:
+        ``_decode_instant_in_slices``), else in a worker thread (a relist's)."""
         loop = asyncio.get_running_loop()
         async with self._semaphore:
             remaining = deadline - loop.time()
@@ -406,6 +431,10 @@ class PrometheusClient:
             started = loop.time()
             try:
                 response = await self._send(path, sent)
+                if sliced and len(response.body) >= LARGE_ANSWER_BYTES:
+                    return await self._decode_instant_in_slices(
+                        path, response, budget_seconds, in_parts=in_parts
+                    )
                 if len(response.body) >= LARGE_ANSWER_BYTES:
                     return await asyncio.to_thread(
                         _decode_answer, self._decode, path, response, budget_seconds, decode
@@ -495,8 +524,48 @@ class PrometheusClient:
             f"HTTP {response.status}: unsupported Content-Encoding {encoding!r}", endpoint=path
         )
 
+    async def _decode_instant_in_slices(
+        self, path: str, response: HttpResponse, budget_seconds: float, *, in_parts: bool
+    ) -> InstantResult:
+        """``decode_instant`` of a large answer, a part (``split_vector_answer``) per slice of
+        the event loop (``adapter.prometheus.slicing``); with ``in_parts`` the envelope alone,
+        the parts left to the caller."""
+        body = self._checked_body(path, response)
+        parts, envelope = split_vector_answer(body, part_bytes=SLICE_BYTES)
+        samples = []
+        if not in_parts:
+            for part in parts:
+                with collector_paused():
+                    samples.extend(decode_part(part, endpoint=path))
+                await between_slices()
+        with collector_paused():
+            data = self._envelope_data(
+                path, response.status, envelope, budget_seconds=budget_seconds
+            )
+            rest = decode_instant(data, endpoint=path)
+        if not parts:
+            return rest
+        if rest.result_type != "vector":
+            raise PrometheusResponseError("a vector answer without its result type", endpoint=path)
+        if in_parts:
+            return InstantResult("vector", rest.samples, tuple(parts))
+        samples.extend(rest.samples)
+        return InstantResult("vector", tuple(samples))
+
     @classmethod
     def _decode(cls, path: str, response: HttpResponse, *, budget_seconds: float) -> Any:
+        body = cls._checked_body(path, response)
+        split = split_series_answer(body, endpoint=path) if path == SERIES_PATH else None
+        if split is not None:
+            body = split[0]
+        data = cls._envelope_data(path, response.status, body, budget_seconds=budget_seconds)
+        if split is not None and data == []:
+            return split[1]
+        return data
+
+    @classmethod
+    def _checked_body(cls, path: str, response: HttpResponse) -> bytes:
+        """The body of an answer whose status carries the API's JSON envelope."""
         status = response.status
         if status // 100 != 2 and status not in _JSON_STATUSES:
             text = response.body[:200].decode("utf-8", "replace").strip()
@@ -504,16 +573,21 @@ class PrometheusClient:
             if 300 <= status < 400 and location is not None:
                 text = f"redirect to {location} (not followed) {text}".strip()
             raise PrometheusHTTPError(status, text, endpoint=path)
-        body = cls._body(path, response)
-        split = split_series_answer(body, endpoint=path) if path == SERIES_PATH else None
-        if split is not None:
-            body = split[0]
+        return cls._body(path, response)
+
+    @staticmethod
+    def _json(path: str, status: int, body: bytes) -> Any:
         try:
-            envelope = orjson.loads(body)
+            return orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise PrometheusResponseError(
                 f"HTTP {status}: answer is not JSON: {exc}", endpoint=path
             ) from None
+
+    @classmethod
+    def _envelope_data(cls, path: str, status: int, body: bytes, *, budget_seconds: float) -> Any:
+        """The envelope's ``data``; an ``error`` envelope raises its typed error."""
+        envelope = cls._json(path, status, body)
         if not isinstance(envelope, dict):
             raise PrometheusResponseError(f"HTTP {status}: answer is not an object", endpoint=path)
         if envelope.get("status") == "error":
@@ -531,6 +605,4 @@ class PrometheusClient:
             raise PrometheusResponseError(
                 f"HTTP {status}: answer has neither data nor an error", endpoint=path
             )
-        if split is not None and envelope["data"] == []:
-            return split[1]
         return envelope["data"]

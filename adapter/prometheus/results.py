@@ -53,10 +53,15 @@ class Sample(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class InstantResult:
-    """An instant query's answer: a vector (any number of samples) or a scalar (one sample)."""
+    """An instant query's answer: a vector (any number of samples) or a scalar (one sample).
+
+    parts: a large vector's leading samples left undecoded, when the caller asked for them so
+        (``PrometheusClient.query(..., in_parts=True)``): JSON arrays to decode one at a time
+        with ``decode_part``, in order, before ``samples`` (which then holds the rest)."""
 
     result_type: Literal["vector", "scalar"]
     samples: tuple[Sample, ...] = ()
+    parts: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,44 +98,93 @@ def _labels(raw: Any, endpoint: str) -> dict[str, str]:
 
 
 def decode_instant(data: Any, *, endpoint: str) -> InstantResult:
-    """``QueryResult.UnmarshalJSON`` for ``/api/v1/query``: a vector or a scalar.
-
-    The vector loop checks each element inline (the same checks as ``_sample_point`` and
-    ``_labels``): an answer has a sample per pod, and this runs for every request."""
+    """``QueryResult.UnmarshalJSON`` for ``/api/v1/query``: a vector or a scalar."""
     if not isinstance(data, dict):
         raise PrometheusResponseError("query data is not an object", endpoint=endpoint)
     result_type = data.get("resultType")
     result = data.get("result")
     if result_type == "vector" and isinstance(result, list):
-        samples: list[Sample] = []
-        append = samples.append
-        for item in result:
-            if type(item) is not dict:
-                raise PrometheusResponseError(f"malformed sample {item!r}", endpoint=endpoint)
-            point = item.get("value")
-            if type(point) is list and len(point) == 2 and type(point[1]) is str:
-                text: str = point[1]
-                try:
-                    timestamp = float(point[0])
-                    Decimal(text)
-                except (TypeError, ValueError, InvalidOperation):
-                    timestamp, text = _sample_point(point, endpoint)  # raises the error
-            else:
-                timestamp, text = _sample_point(point, endpoint)  # raises the error
-            labels = item.get("metric", {})
-            if type(labels) is not dict:
-                labels = _labels(labels, endpoint)  # raises the error
-            for value in labels.values():
-                if type(value) is not str:
-                    _labels(labels, endpoint)  # raises the error
-            append(Sample(labels, timestamp, value_text=text))
-        return InstantResult("vector", tuple(samples))
+        return InstantResult("vector", tuple(decode_vector_items(result, endpoint=endpoint)))
     if result_type == "scalar":
         timestamp, text = _sample_point(result, endpoint)
         return InstantResult("scalar", (Sample({}, timestamp, value_text=text),))
     raise PrometheusResponseError(
         f"unexpected value type {result_type!r} for an instant query", endpoint=endpoint
     )
+
+
+def decode_vector_items(result: list[Any], *, endpoint: str) -> list[Sample]:
+    """The samples of a decoded vector's ``result`` list (or of one part of it, see
+    ``split_vector_answer``).
+
+    The loop checks each element inline (the same checks as ``_sample_point`` and ``_labels``):
+    an answer has a sample per pod, and this runs for every request."""
+    samples: list[Sample] = []
+    append = samples.append
+    for item in result:
+        if type(item) is not dict:
+            raise PrometheusResponseError(f"malformed sample {item!r}", endpoint=endpoint)
+        point = item.get("value")
+        if type(point) is list and len(point) == 2 and type(point[1]) is str:
+            text: str = point[1]
+            try:
+                timestamp = float(point[0])
+                Decimal(text)
+            except (TypeError, ValueError, InvalidOperation):
+                timestamp, text = _sample_point(point, endpoint)  # raises the error
+        else:
+            timestamp, text = _sample_point(point, endpoint)  # raises the error
+        labels = item.get("metric", {})
+        if type(labels) is not dict:
+            labels = _labels(labels, endpoint)  # raises the error
+        for value in labels.values():
+            if type(value) is not str:
+                _labels(labels, endpoint)  # raises the error
+        append(Sample(labels, timestamp, value_text=text))
+    return samples
+
+
+def decode_part(part: bytes, *, endpoint: str) -> list[Sample]:
+    """The samples of one part of a large vector (``split_vector_answer``)."""
+    try:
+        items = orjson.loads(part)
+    except orjson.JSONDecodeError as exc:
+        raise PrometheusResponseError(f"answer is not JSON: {exc}", endpoint=endpoint) from None
+    if type(items) is not list:
+        raise PrometheusResponseError("a part of the result is not a list", endpoint=endpoint)
+    return decode_vector_items(items, endpoint=endpoint)
+
+
+_RESULT_ARRAY = b'"result":['
+_NEXT_SAMPLE = b'},{"metric":'
+
+
+def split_vector_answer(body: bytes, *, part_bytes: int) -> tuple[list[bytes], bytes]:
+    """A large instant answer cut into JSON documents of about ``part_bytes`` each, so that it
+    can be decoded a part at a time: JSON arrays holding the leading samples of the result, in
+    order, then the answer's envelope holding the remaining samples. An answer without a
+    result array (an error, a scalar) is the envelope alone.
+
+    The cuts are at ``},{"metric":`` between two samples: that byte sequence cannot occur
+    inside a JSON string (a quote inside a string is escaped, and a quote that closes one is
+    never followed by a letter), so every cut is between two elements of the result array.
+    Every byte of ``body`` but the cut commas lands in exactly one document, so the documents
+    all parse exactly when ``body`` does."""
+    begin = body.find(_RESULT_ARRAY)
+    if begin < 0:
+        return [], body
+    start = begin + len(_RESULT_ARRAY)
+    parts: list[bytes] = []
+    position = start
+    while True:
+        cut = body.find(_NEXT_SAMPLE, position + part_bytes)
+        if cut < 0:
+            break
+        parts.append(b"[" + body[position : cut + 1] + b"]")
+        position = cut + 2
+    if not parts:
+        return [], body
+    return parts, body[:start] + body[position:]
 
 
 def decode_matrix(data: Any, *, endpoint: str) -> list[RangeSeries]:

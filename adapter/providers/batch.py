@@ -25,20 +25,23 @@ The staleness probe, when configured, is batched with the value query as one Pro
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
 
 from adapter.prometheus.results import Sample
 from adapter.prometheus.singleflight import SingleFlight
+from adapter.prometheus.slicing import SLICE_SAMPLES, between_slices, collector_paused
 from adapter.providers.errors import MetricFetchError
 from adapter.providers.evaluation import (
     PART_LABEL,
     PROBE_PART,
     VALUE_PART,
-    Freshness,
-    freshness_of,
+    Aged,
+    Point,
+    age_of,
+    part_samples,
     run_instant,
     vector_samples,
 )
@@ -51,8 +54,6 @@ DEFAULT_BATCH_MAX_AGE_SECONDS = 7.5
 """Half the HPA controller's default 15 s sync period."""
 REFRESH_AHEAD = 0.75
 """A snapshot older than this fraction of the max age is re-evaluated in the background."""
-LARGE_ANSWER_SAMPLES = 10_000
-"""Answers with this many samples or more are indexed in a worker thread."""
 IDLE_INTERVALS = 4
 """A batch without requests for this many max-age intervals is forgotten."""
 
@@ -85,8 +86,9 @@ class Snapshot:
 
     sent_monotonic: adapter monotonic time taken before sending (ages are never understated).
     evaluated_seconds: the evaluation time sent to Prometheus (Unix seconds).
-    values: the value samples by namespace ("" when the answer has none) then object name.
-    freshness: the probe's answer the same way, or None without a staleness probe.
+    values: the value samples (``Point``) by namespace ("" when the answer has none) then object
+        name.
+    freshness: the probe's answer (``Aged``) the same way, or None without a staleness probe.
     series: samples in the answer.
     groups: for a ``BatchPlan`` with ``grouped`` (several samples per object: the resource
         rules' containers), every sample by namespace then object name; ``values`` is empty.
@@ -94,12 +96,12 @@ class Snapshot:
 
     sent_monotonic: float
     evaluated_seconds: float
-    values: Mapping[str, Mapping[str, Sample]]
-    freshness: Mapping[str, Mapping[str, Freshness]] | None
+    values: Mapping[str, Mapping[str, Point]]
+    freshness: Mapping[str, Mapping[str, Aged]] | None
     series: int
     groups: Mapping[str, Mapping[str, tuple[Sample, ...]]] | None = None
 
-    def values_in(self, namespace: str | None) -> Mapping[str, Sample]:
+    def values_in(self, namespace: str | None) -> Mapping[str, Point]:
         return self.values.get(namespace or "", _EMPTY)
 
     def groups_in(self, namespace: str | None) -> Mapping[str, tuple[Sample, ...]]:
@@ -107,14 +109,14 @@ class Snapshot:
             return _EMPTY_GROUPS
         return self.groups.get(namespace or "", _EMPTY_GROUPS)
 
-    def freshness_in(self, namespace: str | None) -> Mapping[str, Freshness] | None:
+    def freshness_in(self, namespace: str | None) -> Mapping[str, Aged] | None:
         if self.freshness is None:
             return None
         return self.freshness.get(namespace or "", _EMPTY_FRESHNESS)
 
 
-_EMPTY: Mapping[str, Sample] = {}
-_EMPTY_FRESHNESS: Mapping[str, Freshness] = {}
+_EMPTY: Mapping[str, Point] = {}
+_EMPTY_FRESHNESS: Mapping[str, Aged] = {}
 _EMPTY_GROUPS: Mapping[str, tuple[Sample, ...]] = {}
 
 
@@ -146,15 +148,27 @@ def _namespace_reader(plan: BatchPlan) -> Callable[[Mapping[str, str]], str]:
 
 
 def group_answer(
-    plan: BatchPlan, samples: tuple[Sample, ...]
+    plan: BatchPlan, samples: Sequence[Sample]
 ) -> dict[str, dict[str, tuple[Sample, ...]]]:
     """Every sample of one answer by namespace then object name (a ``grouped`` plan)."""
     lists: dict[str, dict[str, list[Sample]]] = {}
+    group_into(plan, samples, lists)
+    return _frozen_groups(lists)
+
+
+def group_into(
+    plan: BatchPlan, samples: Sequence[Sample], lists: dict[str, dict[str, list[Sample]]]
+) -> None:
     namespace_of = _namespace_reader(plan)
     for sample in samples:
         labels = sample.labels
         by_name = lists.setdefault(namespace_of(labels), {})
         by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
+
+
+def _frozen_groups(
+    lists: dict[str, dict[str, list[Sample]]],
+) -> dict[str, dict[str, tuple[Sample, ...]]]:
     return {
         namespace: {name: tuple(found) for name, found in by_name.items()}
         for namespace, by_name in lists.items()
@@ -162,32 +176,43 @@ def group_answer(
 
 
 def index_answer(
-    plan: BatchPlan, samples: tuple[Sample, ...]
-) -> tuple[dict[str, dict[str, Sample]], dict[str, dict[str, Freshness]] | None]:
-    """The samples of one answer by namespace then object name (probe samples apart)."""
-    values: dict[str, dict[str, Sample]] = {}
-    freshness: dict[str, dict[str, Freshness]] | None = {} if plan.probed else None
+    plan: BatchPlan, samples: Sequence[Sample]
+) -> tuple[dict[str, dict[str, Point]], dict[str, dict[str, Aged]] | None]:
+    """The samples of one answer by namespace then object name (probe samples apart), the one
+    shaping of answers by object: the batched snapshots' and each per-request answer's."""
+    values: dict[str, dict[str, Point]] = {}
+    freshness: dict[str, dict[str, Aged]] | None = {} if plan.probed else None
+    index_into(plan, samples, values, freshness)
+    return values, freshness
+
+
+def index_into(
+    plan: BatchPlan,
+    samples: Sequence[Sample],
+    values: dict[str, dict[str, Point]],
+    freshness: dict[str, dict[str, Aged]] | None,
+) -> None:
+    """``index_answer`` adding to ``values`` and ``freshness`` (a part of an answer)."""
     resource_label = plan.resource_label
     namespace_of = _namespace_reader(plan)
     for sample in samples:
-        labels = sample.labels
+        labels, timestamp, text = sample
         namespace = namespace_of(labels)
         name = labels.get(resource_label, "")
         if freshness is None:
-            values.setdefault(namespace, {})[name] = sample
+            values.setdefault(namespace, {})[name] = (timestamp, text)
             continue
         part = labels.get(PART_LABEL)
         if part == VALUE_PART:
-            values.setdefault(namespace, {})[name] = sample
+            values.setdefault(namespace, {})[name] = (timestamp, text)
         elif part == PROBE_PART:
-            fresh = freshness_of(sample)
-            if fresh is not None:
-                freshness.setdefault(namespace, {})[name] = fresh
+            aged = age_of(sample)
+            if aged is not None:
+                freshness.setdefault(namespace, {})[name] = aged
         else:
             raise MetricFetchError(
                 detail=f"a sample without the {PART_LABEL} label: {dict(labels)!r}"
             )
-    return values, freshness
 
 
 @dataclass
@@ -316,24 +341,7 @@ class Batcher:
         evaluated = self._clock.now().timestamp()
         batch.evaluating = True
         try:
-            result = await run_instant(
-                self._querier, plan.query, time_seconds=evaluated, timeout_seconds=timeout_seconds
-            )
-            samples = vector_samples(result)
-            large = len(samples) >= LARGE_ANSWER_SAMPLES  # off the event loop, as decoding was
-            groups = None
-            values: dict[str, dict[str, Sample]] = {}
-            freshness: dict[str, dict[str, Freshness]] | None = None
-            if plan.grouped:
-                groups = (
-                    await asyncio.to_thread(group_answer, plan, samples)
-                    if large
-                    else group_answer(plan, samples)
-                )
-            elif large:
-                values, freshness = await asyncio.to_thread(index_answer, plan, samples)
-            else:
-                values, freshness = index_answer(plan, samples)
+            values, freshness, groups, count = await self._indexed(plan, evaluated, timeout_seconds)
         except MetricFetchError:
             self._count_evaluation("error")
             raise
@@ -341,17 +349,65 @@ class Batcher:
             batch.evaluating = False
         self._count_evaluation("success")
         batch.last_duration = self._clock.monotonic() - sent
-        snapshot = Snapshot(sent, evaluated, values, freshness, len(samples), groups)
+        snapshot = Snapshot(sent, evaluated, values, freshness, count, groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:
             batch.snapshot = snapshot
         limit = self.settings.max_series
         if limit is not None and plan.namespace_label is not None:
-            series = len(samples) // 2 if plan.probed else len(samples)
+            series = count // 2 if plan.probed else count
             if series > limit:
                 log.info("batch_per_namespace", api=self._api, series=series, max_series=limit)
                 self.too_large.add(family)
         return snapshot
+
+    async def _indexed(
+        self, plan: BatchPlan, evaluated: float, timeout_seconds: float | None
+    ) -> tuple[
+        dict[str, dict[str, Point]],
+        dict[str, dict[str, Aged]] | None,
+        dict[str, dict[str, tuple[Sample, ...]]] | None,
+        int,
+    ]:
+        """The plan's answer at ``evaluated``: its values, freshness and groups by namespace
+        then object name, and its number of samples."""
+        result = await run_instant(
+            self._querier,
+            plan.query,
+            time_seconds=evaluated,
+            timeout_seconds=timeout_seconds,
+            in_parts=True,
+        )
+        tail = vector_samples(result)
+        values: dict[str, dict[str, Point]] = {}
+        probed = plan.probed and not plan.grouped
+        freshness: dict[str, dict[str, Aged]] | None = {} if probed else None
+        lists: dict[str, dict[str, list[Sample]]] = {}
+        count = 0
+
+        def add(samples: Sequence[Sample]) -> None:
+            if plan.grouped:
+                group_into(plan, samples, lists)
+            else:
+                index_into(plan, samples, values, freshness)
+
+        # a slice at a time, each decoding the part it indexes (so the samples of one part only
+        # ever live at once): a large answer must not stall the requests served meanwhile
+        for part in result.parts:
+            with collector_paused():
+                samples = part_samples(part)
+                count += len(samples)
+                add(samples)
+                del samples
+            await between_slices()
+        for start in range(0, len(tail), SLICE_SAMPLES):
+            if start:
+                await between_slices()
+            with collector_paused():
+                add(tail[start : start + SLICE_SAMPLES])
+        count += len(tail)
+        groups = _frozen_groups(lists) if plan.grouped else None
+        return values, freshness, groups, count
 
     def _count_evaluation(self, result: str) -> None:
         if self._metrics is not None:

@@ -46,11 +46,10 @@ from typing import NamedTuple, Protocol
 import structlog
 
 from adapter.prometheus.results import Sample
-from adapter.providers.batch import Batcher, BatchPlan, BatchSettings
+from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, index_answer
 from adapter.providers.clock import SystemClock
 from adapter.providers.errors import (
     InvalidRequestError,
-    MetricFetchError,
     MetricNotFoundError,
     MissingCause,
     ObjectListError,
@@ -58,12 +57,9 @@ from adapter.providers.errors import (
 )
 from adapter.providers.evaluation import (
     OBJECT_PROBE,
-    PART_LABEL,
-    PROBE_PART,
-    VALUE_PART,
-    Freshness,
+    Aged,
+    Point,
     freshness_by_name,
-    freshness_of,
     merged_query,
     object_probe_query,
     parse_request_selector,
@@ -175,7 +171,7 @@ class _SharedProbe(NamedTuple):
     sending, so the reuse window is never longer than said) and its freshness by object name."""
 
     sent_monotonic: float
-    freshness: dict[str, Freshness]
+    freshness: Mapping[str, Aged]
 
 
 _Judged = CustomMetricValue | MissingCause
@@ -593,7 +589,7 @@ class CustomMetricsProvider:
                 result = await run_instant(
                     self._querier, plan.query, timeout_seconds=timeout_seconds
                 )
-                by_name = _value_samples(plan, vector_samples(result))
+                by_name, _ = _by_name(plan, vector_samples(result), probed=False)
                 judged, proven = self._judge(
                     plan,
                     names,
@@ -611,7 +607,7 @@ class CustomMetricsProvider:
             result = await run_instant(self._querier, plan.sent, timeout_seconds=timeout_seconds)
         finally:
             plan.refreshing -= 1
-        by_name, freshness = _split_answer(plan, vector_samples(result))
+        by_name, freshness = _by_name(plan, vector_samples(result), probed=plan.probe is not None)
         judged, proven = self._judge(
             plan, names, by_name, freshness, namespace=namespace, requirements=requirements
         )
@@ -669,8 +665,8 @@ class CustomMetricsProvider:
         self,
         plan: _Plan,
         names: Sequence[str],
-        by_name: Mapping[str, Sample],
-        freshness: Mapping[str, Freshness] | None,
+        by_name: Mapping[str, Point],
+        freshness: Mapping[str, Aged] | None,
         *,
         namespace: str | None,
         requirements: tuple[Requirement, ...],
@@ -693,31 +689,31 @@ class CustomMetricsProvider:
         judged: dict[str, _Judged] = {}
         proven = True
         for name in names:
-            sample = by_name.get(name)
-            if sample is None:
+            point = by_name.get(name)
+            if point is None:
                 if not empty_is_zero:
                     judged[name] = MissingCause.EMPTY_RESULT
                     continue
                 milli = 0
                 timestamp = self._clock.now()
             else:
-                parsed = milli_from_text(sample.value_text)
+                timestamp_seconds, value_text = point
+                parsed = milli_from_text(value_text)
                 if parsed is None:
                     judged[name] = MissingCause.NOT_FINITE
                     continue
                 milli = parsed
-                timestamp_seconds = sample.timestamp_seconds
                 if freshness is not None and bound is not None:
                     fresh = freshness.get(name)
                     if (
                         fresh is None
-                        or timestamp_seconds - fresh.sample_time_seconds > bound
-                        or fresh.age_seconds > bound
+                        or timestamp_seconds - fresh[0] > bound  # (sample time, age)
+                        or fresh[1] > bound
                     ):
                         judged[name] = MissingCause.STALE
                         proven = False
                         continue
-                    timestamp_seconds = fresh.sample_time_seconds
+                    timestamp_seconds = fresh[0]
                 found = times.get(timestamp_seconds)
                 if found is None:
                     found = times[timestamp_seconds] = timestamp_from_seconds(timestamp_seconds)
@@ -746,38 +742,16 @@ class CustomMetricsProvider:
             self._metrics.missing.labels("custom", cause.value).inc()
 
 
-def _value_samples(plan: _Plan, samples: Sequence[Sample]) -> dict[str, Sample]:
-    """The samples of the bare value query, by object name."""
-    label = plan.label
-    return {sample.labels.get(label, ""): sample for sample in samples}
-
-
-def _split_answer(
-    plan: _Plan, samples: Sequence[Sample]
-) -> tuple[dict[str, Sample], dict[str, Freshness] | None]:
-    """The value samples and (when the plan has a probe) the probe's freshness, by object name.
-
-    With a probe the answer is ``merged_query``'s: every sample carries its part's tag; one
-    without it means something between us and Prometheus rewrote the answer."""
-    if plan.probe is None:
-        return _value_samples(plan, samples), None
-    label = plan.label
-    by_name: dict[str, Sample] = {}
-    freshness: dict[str, Freshness] = {}
-    for sample in samples:
-        labels = sample.labels
-        part = labels.get(PART_LABEL)
-        if part == VALUE_PART:
-            by_name[labels.get(label, "")] = sample
-        elif part == PROBE_PART:
-            fresh = freshness_of(sample)
-            if fresh is not None:
-                freshness[labels.get(label, "")] = fresh
-        else:
-            raise MetricFetchError(
-                detail=f"a sample without the {PART_LABEL} label: {dict(labels)!r}"
-            )
-    return by_name, freshness
+def _by_name(
+    plan: _Plan, samples: Sequence[Sample], *, probed: bool
+) -> tuple[Mapping[str, Point], Mapping[str, Aged] | None]:
+    """One request's answer by object name: its values and (``probed``: a ``merged_query``
+    answer, every sample tagged with its part) the probe's freshness, shaped as batched
+    snapshots are (``index_answer``)."""
+    values, freshness = index_answer(
+        BatchPlan(plan.sent, probed, plan.label, namespace_label=None, namespace=None), samples
+    )
+    return values.get("", {}), None if freshness is None else freshness.get("", {})
 
 
 def _dominant(causes: Sequence[MissingCause]) -> MissingCause:

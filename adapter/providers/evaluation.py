@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 import structlog
 
+from adapter.prometheus.client import QUERY_PATH
 from adapter.prometheus.errors import PrometheusError, PrometheusTimeoutError
-from adapter.prometheus.results import InstantResult, Sample
+from adapter.prometheus.results import InstantResult, Sample, decode_part
 from adapter.providers.errors import (
     InvalidRequestError,
     MetricFetchError,
@@ -70,6 +71,16 @@ def merged_query(query: str, probe: str) -> str:
         f'label_replace(\n{query}\n, "{PART_LABEL}", "{VALUE_PART}", "", "")\n'
         f'or label_replace(\n{probe}\n, "{PART_LABEL}", "{PROBE_PART}", "", "")'
     )
+
+
+Point = tuple[float, str]
+"""A value as answers are indexed by object (``adapter.providers.batch.index_answer``): the
+sample's timestamp (Unix seconds) and its value text. A plain tuple, not a ``Sample``: a batched
+snapshot keeps one per object, and the cyclic garbage collector stops tracking plain tuples of
+numbers and strings, where it walks every named tuple at each full collection."""
+Aged = tuple[float, float]
+"""A probe answer indexed by object: the newest raw sample's Unix time, and its age at the
+evaluation time (``Freshness`` as a plain tuple, for the same reason as ``Point``)."""
 
 
 class Freshness(NamedTuple):
@@ -140,11 +151,13 @@ async def run_instant(
     *,
     timeout_seconds: float | None,
     time_seconds: float | None = None,
+    in_parts: bool = False,
 ) -> InstantResult:
-    """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors."""
+    """One instant query (at ``time_seconds``, or Prometheus's now), errors as provider errors
+    (``in_parts``: see ``PrometheusClient.query``)."""
     try:
         return await querier.query(
-            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds
+            query, time_seconds=time_seconds, timeout_seconds=timeout_seconds, in_parts=in_parts
         )
     except PrometheusTimeoutError as exc:
         log.warning("metrics_query_failed", query=query, error=exc.message)
@@ -183,6 +196,15 @@ async def run_with_probe(
     return value, probed
 
 
+def part_samples(part: bytes) -> list[Sample]:
+    """The samples of one undecoded part of a vector (``InstantResult.parts``)."""
+    try:
+        return decode_part(part, endpoint=QUERY_PATH)
+    except PrometheusError as exc:
+        log.warning("metrics_answer_undecodable", error=exc.message)
+        raise MetricFetchError(detail=exc.message) from exc
+
+
 def vector_samples(result: InstantResult) -> tuple[Sample, ...]:
     if result.result_type != "vector":
         raise MetricFetchError(
@@ -191,13 +213,18 @@ def vector_samples(result: InstantResult) -> tuple[Sample, ...]:
     return result.samples
 
 
-def freshness_of(sample: Sample) -> Freshness | None:
+def age_of(sample: Sample) -> Aged | None:
     """A probe sample's value is the raw sample's Unix time; its timestamp the evaluation time."""
     try:
         sample_time = float(sample.value_text)
     except ValueError:
         return None
-    return Freshness(sample_time, sample.timestamp_seconds - sample_time)
+    return (sample_time, sample.timestamp_seconds - sample_time)
+
+
+def freshness_of(sample: Sample) -> Freshness | None:
+    aged = age_of(sample)
+    return None if aged is None else Freshness(*aged)
 
 
 def freshness_by_name(samples: Iterable[Sample], label: str) -> Mapping[str, Freshness]:

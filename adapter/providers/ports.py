@@ -50,6 +50,7 @@ class PrometheusQuerier(Protocol):
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult: ...
 
     async def query_range(

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -26,6 +27,7 @@ from adapter.prometheus import (
     PrometheusTimeoutError,
     TLSConfig,
 )
+from adapter.prometheus.results import decode_part
 from adapter.rules import Series
 from tests.fakes.prometheus import FakePrometheus, FakeSample
 from tests.lab.pki import create_ca, issue_certificate
@@ -380,3 +382,88 @@ async def test_request_latency_is_observed(prometheus: FakePrometheus) -> None:
             labels={"path": path},
         )
         assert count == 1
+
+
+# ---------------------------------------------------------------- large answers
+
+
+def large_vector(count: int) -> list[dict[str, object]]:
+    """More than ``LARGE_ANSWER_BYTES`` of samples, one with a label value that spells the
+    cut between two samples (escaped in JSON, so never a cut)."""
+    result: list[dict[str, object]] = [
+        {
+            "metric": {"namespace": f"ns-{i // 1000}", "pod": f"pod-{i}"},
+            "value": [1700000000.5 + i % 3, f"{i}.25"],
+        }
+        for i in range(count)
+    ]
+    result[7]["metric"] = {"pod": 'x"},{"metric":{"pod":"y', "odd": "\\"}
+    return result
+
+
+def answer_large_vector(prometheus: FakePrometheus) -> list[dict[str, object]]:
+    """The next instant query is answered with ``large_vector(20_000)``, returned."""
+    result = large_vector(20_000)
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    prometheus.fail("/api/v1/query", status=200, body=body)
+    return result
+
+
+async def test_a_large_answer_is_decoded_whole_while_the_loop_keeps_serving(
+    prometheus: FakePrometheus,
+) -> None:
+    result = answer_large_vector(prometheus)
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def serve_meanwhile() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with connect(prometheus) as client:
+        ticker = asyncio.create_task(serve_meanwhile())
+        await asyncio.sleep(0)
+        before = ticks
+        answer = await client.query("sum by (namespace, pod) (x)")
+        during = ticks - before
+        stop.set()
+        await ticker
+    assert answer.result_type == "vector"
+    assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in answer.samples] == [
+        [item["metric"], item["value"]] for item in result
+    ]
+    assert during >= 20  # the loop ran between the slices (about 600 samples each)
+
+
+async def test_a_truncated_large_answer_is_a_response_error(prometheus: FakePrometheus) -> None:
+    body = {"status": "success", "data": {"resultType": "vector", "result": large_vector(20_000)}}
+    text = orjson.dumps(body).decode()
+    prometheus.fail("/api/v1/query", status=200, text=text[: len(text) // 2])
+    async with connect(prometheus) as client:
+        with pytest.raises(PrometheusResponseError, match="not JSON"):
+            await client.query("x")
+
+
+async def test_a_large_error_answer_keeps_its_error(prometheus: FakePrometheus) -> None:
+    message = "many samples " + ",".join(f'"result":[{i}]' for i in range(100_000))
+    prometheus.fail_api("/api/v1/query", status=422, error_type="execution", error=message)
+    async with connect(prometheus) as client:
+        with pytest.raises(PrometheusAPIError) as caught:
+            await client.query("x")
+    assert caught.value.error_type == "execution"
+
+
+async def test_a_large_answer_in_parts_decodes_part_by_part_to_the_same_samples(
+    prometheus: FakePrometheus,
+) -> None:
+    result = answer_large_vector(prometheus)
+    async with connect(prometheus) as client:
+        answer = await client.query("x", in_parts=True)
+    assert len(answer.parts) > 10
+    samples = [s for part in answer.parts for s in decode_part(part, endpoint="/api/v1/query")]
+    samples += answer.samples
+    assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in samples] == [
+        [item["metric"], item["value"]] for item in result
+    ]

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
-from adapter.prometheus.results import InstantResult, Sample
+from adapter.prometheus.results import InstantResult, Sample, decode_instant, split_vector_answer
+from adapter.prometheus.slicing import SLICE_BYTES
 from adapter.providers import (
     BatchSettings,
     CustomMetricsProvider,
@@ -21,7 +23,13 @@ from adapter.providers import (
     ValueSettings,
     custom_metric_request,
 )
-from adapter.providers.batch import IDLE_INTERVALS, REFRESH_AHEAD, Batcher, BatchPlan
+from adapter.providers.batch import (
+    IDLE_INTERVALS,
+    REFRESH_AHEAD,
+    Batcher,
+    BatchPlan,
+    index_answer,
+)
 from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
 from tests.adapter.providers.fake_pods import FakePodLister
 from tests.adapter.providers.queriers import InstantOnlyQuerier
@@ -44,6 +52,7 @@ class ScriptedQuerier(InstantOnlyQuerier):
         self.samples = tuple(samples)
         self.queries: list[tuple[str, float | None]] = []
         self.gate: asyncio.Event | None = None
+        self.parts: tuple[bytes, ...] = ()
 
     async def query(
         self,
@@ -51,11 +60,12 @@ class ScriptedQuerier(InstantOnlyQuerier):
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult:
         self.queries.append((query, time_seconds))
         if self.gate is not None:
             await self.gate.wait()
-        return InstantResult("vector", self.samples)
+        return InstantResult("vector", self.samples, self.parts)
 
     async def series(
         self,
@@ -140,7 +150,10 @@ async def test_concurrent_requests_share_one_evaluation() -> None:
     snapshots = await asyncio.gather(*waiting)
     assert len(querier.queries) == 1
     assert all(snapshot is snapshots[0] for snapshot in snapshots)
-    assert dict(snapshots[0].values_in("ns-1")) == {"p-1": querier.samples[1]}
+    sample = querier.samples[1]
+    assert dict(snapshots[0].values_in("ns-1")) == {
+        "p-1": (sample.timestamp_seconds, sample.value_text)
+    }
     assert snapshots[0].values_in("nowhere") == {}
 
 
@@ -218,3 +231,28 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
 
     assert count("snapshot") == 3
     assert count("per_request_selector") == 1
+
+
+async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
+    samples = _samples(20_000)
+    body = orjson.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "vector",
+                "result": [
+                    {"metric": s.labels, "value": [s.timestamp_seconds, s.value_text]}
+                    for s in samples
+                ],
+            },
+        }
+    )
+    parts, envelope = split_vector_answer(body, part_bytes=SLICE_BYTES)
+    tail = decode_instant(orjson.loads(envelope)["data"], endpoint="/api/v1/query")
+    querier = ScriptedQuerier(tail.samples)
+    querier.parts = tuple(parts)  # as PrometheusClient.query(..., in_parts=True) answers
+    batcher = _batcher(querier, FakeClock())
+    snapshot = await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    assert snapshot.series == 20_000
+    assert snapshot.values == index_answer(PLAN, samples)[0]
+    assert snapshot.values_in("ns-1")["p-19999"] == (100.0, "1")

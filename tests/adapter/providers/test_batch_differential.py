@@ -197,10 +197,11 @@ class PinnedQuerier(InstantOnlyQuerier):
         *,
         time_seconds: float | None = None,
         timeout_seconds: float | None = None,
+        in_parts: bool = False,
     ) -> InstantResult:
         self.queries += 1
         return await self._client.query(
-            query, time_seconds=self._at, timeout_seconds=timeout_seconds
+            query, time_seconds=self._at, timeout_seconds=timeout_seconds, in_parts=in_parts
         )
 
     async def series(
