@@ -155,6 +155,15 @@ def decode_part(part: bytes, *, endpoint: str) -> list[Sample]:
     return decode_vector_items(items, endpoint=endpoint)
 
 
+def element_cuts(body: bytes, position: int, separator: bytes, part_bytes: int) -> Iterator[int]:
+    """Where to cut the JSON array of objects that starts at ``position`` in ``body`` into parts
+    of about ``part_bytes``: the offset just past each part's last object (the ``}`` of the next
+    ``separator``, which starts ``},{``), the next part starting after the comma."""
+    while (cut := body.find(separator, position + part_bytes)) >= 0:
+        yield cut + 1
+        position = cut + 2
+
+
 _RESULT_ARRAY = b'"result":['
 _NEXT_SAMPLE = b'},{"metric":'
 
@@ -176,12 +185,9 @@ def split_vector_answer(body: bytes, *, part_bytes: int) -> tuple[list[bytes], b
     start = begin + len(_RESULT_ARRAY)
     parts: list[bytes] = []
     position = start
-    while True:
-        cut = body.find(_NEXT_SAMPLE, position + part_bytes)
-        if cut < 0:
-            break
-        parts.append(b"[" + body[position : cut + 1] + b"]")
-        position = cut + 2
+    for end in element_cuts(body, start, _NEXT_SAMPLE, part_bytes):
+        parts.append(b"[" + body[position:end] + b"]")
+        position = end + 1
     if not parts:
         return [], body
     return parts, body[:start] + body[position:]
@@ -303,16 +309,13 @@ def split_series_answer(
     if body[position : position + 1] != b"{":
         return None
     spans: list[tuple[int, int]] = []
-    while True:
-        cut = body.find(b"},{", position + chunk_bytes)
-        if cut < 0:
-            end = body.find(b"}]", position)
-            if end < 0:
-                return None
-            spans.append((position, end + 1))
-            break
-        spans.append((position, cut + 1))
-        position = cut + 2
+    for end in element_cuts(body, position, b"},{", chunk_bytes):
+        spans.append((position, end))
+        position = end + 1
+    end = body.find(b"}]", position)
+    if end < 0:
+        return None
+    spans.append((position, end + 1))
     try:
         answer = SeriesList(body, spans, endpoint=endpoint)
     except orjson.JSONDecodeError:
