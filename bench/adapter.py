@@ -346,6 +346,8 @@ class HttpConnection(asyncio.Protocol):
         self._chunks = bytearray()
         self._position = 0
         self.closed = False
+        self.received_at = 0.0
+        """``loop.time()`` when the last answer's last byte arrived."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -381,6 +383,8 @@ class HttpConnection(asyncio.Protocol):
             if body_or_none is None:
                 return
             body = body_or_none
+        # the answer is complete: its latency ends here, before the client's own decompression
+        self.received_at = asyncio.get_running_loop().time()
         if self._gzip:
             body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
         done, self._done = self._done, None
@@ -493,7 +497,8 @@ async def open_loop(
     max_connections: int | None = None,
 ) -> None:
     """Send ``path``'s request at a constant rate for ``duration_seconds``; latency from the
-    schedule. No task per request: an idle connection sends at once, answers come back as
+    schedule to the answer's last byte (a gzip answer's decompression and the item check come
+    after). No task per request: an idle connection sends at once, answers come back as
     callbacks; only when every connection is busy is a new one opened (its connect time counts
     in that request's latency). With ``max_connections``, no more are opened than that: a
     request that finds them all busy waits in line for the next one free (its wait counts in its
@@ -514,7 +519,8 @@ async def open_loop(
     ) -> Callable[[int, bytes, ResponseError | None], None]:
         def done(status: int, body: bytes, error: ResponseError | None) -> None:
             nonlocal pending, busy
-            now = loop.time()
+            # to the answer's last byte (the client's decompression and checks are not counted)
+            now = connection.received_at if error is None else loop.time()
             if error is None and status != 200:
                 error = ResponseError(f"{path.name} answered {status}: {body[:200]!r}")
             if error is None and body.count(path.item_marker) != path.items:
