@@ -297,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                 ("tasks", s.tasks, ""),
             ):
                 kept = [values[i] for i in keep]
+                known = [value for value in values if not math.isnan(value)] or [math.nan]
                 print(
-                    f"  {name:10} {label:8} {values[0]:8.1f} -> {values[-1]:8.1f} {unit:2} "
+                    f"  {name:10} {label:8} {known[0]:8.1f} -> {known[-1]:8.1f} {unit:2} "
                     f"slope {slope_per_hour(times, kept):+8.2f} {unit}/h"
                 )
         if args.tracemalloc is not None:
