@@ -44,8 +44,12 @@ from aiohttp import web
 
 from hpa.kube.serving import TLSSite
 from tests.faults.handshakes import ENDERS, server_tls_protocols
-from tests.hpa.kube.client_endings import CLIENT_ENDINGS, client_tls_protocols, ending_server
-from tests.lab.pki import create_ca, issue_certificate
+from tests.hpa.kube.client_endings import (
+    CLIENT_ENDINGS,
+    client_tls_protocols,
+    ending_server,
+    loopback_tls,
+)
 
 KINDS = ("complete", "tcp-only", "failed-handshake", "not-tls")
 SITES = ("aiohttp", "hpa")
@@ -69,14 +73,7 @@ async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
 
 
 async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]]:
-    directory = Path(tempfile.mkdtemp(prefix="tls-cycles-"))
-    ca = create_ca(directory, "ca", common_name="bench-ca")
-    serving = issue_certificate(
-        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
-    )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(serving.cert_path, serving.key_path)
-    trusted = ssl.create_default_context(cafile=str(ca.pair.cert_path))
+    context, trusted = loopback_tls(Path(tempfile.mkdtemp(prefix="tls-cycles-")))
     app = web.Application()
 
     async def ok(_: web.Request) -> web.Response:

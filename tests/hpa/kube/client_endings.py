@@ -20,7 +20,7 @@ from hpa.kube.client import ApiError, KubeClient, RetryPolicy, TransportError
 from hpa.kube.serving import TLSSite
 from tests.lab.pki import create_ca, issue_certificate
 
-__all__ = ["CLIENT_ENDINGS", "client_tls_protocols", "ending_server"]
+__all__ = ["CLIENT_ENDINGS", "client_tls_protocols", "ending_server", "loopback_tls"]
 
 TIMEOUT_SECONDS = 0.2
 _GONE = {
@@ -86,6 +86,17 @@ async def _silent(_: web.Request) -> web.Response:
     return web.json_response({})
 
 
+def loopback_tls(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A fresh CA's serving context for 127.0.0.1, and a client context trusting that CA."""
+    ca = create_ca(directory, "ca", common_name="loopback-ca")
+    serving = issue_certificate(
+        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(serving.cert_path, serving.key_path)
+    return context, ssl.create_default_context(cafile=str(ca.pair.cert_path))
+
+
 @contextlib.asynccontextmanager
 async def ending_server(
     directory: Path,
@@ -93,13 +104,7 @@ async def ending_server(
     """A TLS server (``TLSSite``, a certificate of a fresh CA) with a route per ending; yields
     a factory of ``KubeClient`` trusting it (one try per request, requests time out after
     0.2 s), each closed (with its pool) when its block ends."""
-    ca = create_ca(directory, "ca", common_name="client-endings-ca")
-    serving = issue_certificate(
-        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
-    )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(serving.cert_path, serving.key_path)
-    trusted = ssl.create_default_context(cafile=str(ca.pair.cert_path))
+    context, trusted = loopback_tls(directory)
     app = web.Application()
     app.router.add_get("/ok", _ok)
     app.router.add_get("/status/{code}", _status)
