@@ -13,11 +13,14 @@ aggregation layer; the controller reaches kube-apiserver through the fault proxy
 ``tests/faults/proxy.py``, which answers ``--fault-rate`` of its requests with 409, 429, 500, 503,
 410 on watches, or a closed connection.
 
-Every ``--sample-seconds`` the script reads each process's resident set (``VmRSS``), open file
-descriptors (``/proc/PID/fd``) and threads (``Threads``). At the end it prints, per process, the
-least-squares slope per hour of each series over the run after the first ``--warmup-minutes``,
-and the first and last values. The goal is an RSS slope below 1 MB per hour. Slopes are
-machine-independent enough to compare; absolute RSS is not asserted.
+Both processes run this checkout's code (``PYTHONPATH`` names it first). Every
+``--sample-seconds`` the script reads each process's resident set (``VmRSS``), open file
+descriptors (``/proc/PID/fd``) and threads (``Threads``) from ``/proc``, and scrapes its asyncio
+task count (``hpa_asyncio_tasks``) from its ``/metrics`` (the controller's on a local port; the
+adapter's with ``/metrics`` among its ``--authorization-always-allow-paths``). At the end it
+prints, per process, the least-squares slope per hour of each series over the run after the
+first ``--warmup-minutes``, and the first and last values. The goal is an RSS slope below 1 MB
+per hour. Slopes are machine-independent enough to compare; absolute RSS is not asserted.
 
 ``--tracemalloc DIR`` runs both processes with Python's allocation tracing
 (``bench/tracing/sitecustomize.py``): a heap snapshot every ``--snapshot-minutes``, and at the
@@ -32,18 +35,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import random
+import ssl
 import sysconfig
 import time
 import tracemalloc
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpa.kube.runtime import TASKS_METRIC
 from tests.e2e.controller_lab import (
     adapter_rules,
     deployment_manifest,
+    free_port,
     hpa_manifest,
     offered_load_metric,
     start_adapter,
@@ -68,6 +76,7 @@ class Series:
     rss_mb: list[float] = field(default_factory=list)
     fds: list[float] = field(default_factory=list)
     threads: list[float] = field(default_factory=list)
+    tasks: list[float] = field(default_factory=list)
 
 
 def read_process(pid: int) -> tuple[float, int, int]:
@@ -79,8 +88,29 @@ def read_process(pid: int) -> tuple[float, int, int]:
     return rss_kb / 1024, fds, threads
 
 
+def scrape_tasks(url: str, context: ssl.SSLContext | None) -> float:
+    """``hpa_asyncio_tasks`` from the ``/metrics`` at ``url`` (NaN when it does not answer)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=context) as response:  # noqa: S310
+            text = response.read().decode()
+    except OSError:
+        return math.nan
+    for line in text.splitlines():
+        if line.startswith(f"{TASKS_METRIC} "):
+            return float(line.split()[1])
+    return math.nan
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str:
+    """The value of ``--flag=value`` in a started process's ``argv``."""
+    return next(arg.split("=", 1)[1] for arg in argv if arg.startswith(f"{flag}="))
+
+
 def slope_per_hour(times: list[float], values: list[float]) -> float:
-    """The least-squares slope of ``values`` over ``times`` (seconds), per hour."""
+    """The least-squares slope of ``values`` over ``times`` (seconds), per hour; NaN values (a
+    scrape that failed) are left out."""
+    kept = [(t, v) for t, v in zip(times, values, strict=True) if not math.isnan(v)]
+    times, values = [t for t, _ in kept], [v for _, v in kept]
     n = len(times)
     if n < 2:
         return 0.0
@@ -94,19 +124,15 @@ def slope_per_hour(times: list[float], values: list[float]) -> float:
 
 @contextlib.contextmanager
 def traced(directory: Path | None, *, seconds: float) -> Iterator[None]:
-    """While open, processes started inherit allocation tracing (``bench/tracing``)."""
-    if directory is None:
-        yield
-        return
+    """While open, processes started run this checkout's code and, with ``directory``, inherit
+    allocation tracing (``bench/tracing``)."""
     saved = dict(os.environ)
-    python_path = [str(TRACING), *filter(None, [os.environ.get("PYTHONPATH")])]
-    os.environ.update(
-        {
-            "PYTHONPATH": os.pathsep.join(python_path),
-            "HPA_TRACEMALLOC_DIR": str(directory),
-            "HPA_TRACEMALLOC_SECONDS": f"{seconds:g}",
-        }
-    )
+    paths = [str(REPO)] if directory is None else [str(TRACING), str(REPO)]
+    python_path = [*paths, *filter(None, [os.environ.get("PYTHONPATH")])]
+    os.environ["PYTHONPATH"] = os.pathsep.join(python_path)
+    if directory is not None:
+        os.environ["HPA_TRACEMALLOC_DIR"] = str(directory)
+        os.environ["HPA_TRACEMALLOC_SECONDS"] = f"{seconds:g}"
     try:
         yield
     finally:
@@ -173,7 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         lab.kubectl("create", "namespace", NAMESPACE)
         every = args.snapshot_minutes * 60
         with traced(args.tracemalloc, seconds=every):
-            adapter = start_adapter(lab, work, rules=adapter_rules(window_seconds=5))
+            adapter = start_adapter(
+                lab,
+                work,
+                rules=adapter_rules(window_seconds=5),
+                extra_flags=(
+                    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                ),
+            )
         client = issue_certificate(
             lab.pki.ca,
             work / USER,
@@ -202,15 +235,31 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 ]
             )
+        controller_port = free_port("127.0.0.1")
         with traced(args.tracemalloc, seconds=every):
             controller = start_controller(
                 lab,
                 USER,
                 kubeconfig=kubeconfig,
-                flags=["--horizontal-pod-autoscaler-sync-period=5s"],
+                flags=[
+                    "--horizontal-pod-autoscaler-sync-period=5s",
+                    "--bind-address=127.0.0.1",
+                    f"--port={controller_port}",
+                ],
             )
         proxy.set_rate(args.fault_rate)
         processes = {"controller": controller.process.pid, "adapter": adapter.process.pid}
+        adapter_argv = [str(arg) for arg in adapter.process.args]  # type: ignore[union-attr]
+        adapter_tls = ssl.create_default_context(cafile=str(lab.pki.ca.pair.cert_path))
+        adapter_tls.check_hostname = False  # its certificate names the Service, not the address
+        scrapes: dict[str, tuple[str, ssl.SSLContext | None]] = {
+            "controller": (f"http://127.0.0.1:{controller_port}/metrics", None),
+            "adapter": (
+                f"https://{flag_value(adapter_argv, '--bind-address')}:"
+                f"{flag_value(adapter_argv, '--secure-port')}/metrics",
+                adapter_tls,
+            ),
+        }
         series = {name: Series() for name in processes}
         started = time.monotonic()
         end = started + args.minutes * 60
@@ -229,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 s.rss_mb.append(rss)
                 s.fds.append(fds)
                 s.threads.append(threads)
+                s.tasks.append(scrape_tasks(*scrapes[name]))
             lab.group.check_alive()
             time.sleep(args.sample_seconds)
         print(
@@ -244,10 +294,12 @@ def main(argv: list[str] | None = None) -> int:
                 ("RSS", s.rss_mb, "MB"),
                 ("open fds", s.fds, ""),
                 ("threads", s.threads, ""),
+                ("tasks", s.tasks, ""),
             ):
                 kept = [values[i] for i in keep]
+                known = [value for value in values if not math.isnan(value)] or [math.nan]
                 print(
-                    f"  {name:10} {label:8} {values[0]:8.1f} -> {values[-1]:8.1f} {unit:2} "
+                    f"  {name:10} {label:8} {known[0]:8.1f} -> {known[-1]:8.1f} {unit:2} "
                     f"slope {slope_per_hour(times, kept):+8.2f} {unit}/h"
                 )
         if args.tracemalloc is not None:

@@ -19,6 +19,14 @@ buffer), then runs one collection and counts again:
 
 docs/reliability.md (the soak) uses it to explain the adapter's saw-tooth heap before the
 change to ``TLSSite``, and to show that ``TLSSite`` leaves none of them to the collector.
+
+``--side client`` measures the other end: ``hpa.kube.client.KubeClient`` (what every component
+uses towards kube-apiserver) makes ``--connections`` requests of each kind against a ``TLSSite``
+server that ends them the ways the soak's fault proxy and a loaded server do
+(``tests/hpa/kube/client_endings.py``: a 409 or 503 answer, a reset without an answer, a body cut
+short, a request timeout, a watch answering an ``ERROR`` 410 event, a watch the server ends, a
+watch reset, a watch silent past its idle timeout), and counts the client's ``SSLProtocol``
+objects the same way, once the client and its connection pool are closed.
 """
 
 from __future__ import annotations
@@ -36,7 +44,12 @@ from aiohttp import web
 
 from hpa.kube.serving import TLSSite
 from tests.faults.handshakes import ENDERS, server_tls_protocols
-from tests.lab.pki import create_ca, issue_certificate
+from tests.hpa.kube.client_endings import (
+    CLIENT_ENDINGS,
+    client_tls_protocols,
+    ending_server,
+    loopback_tls,
+)
 
 KINDS = ("complete", "tcp-only", "failed-handshake", "not-tls")
 SITES = ("aiohttp", "hpa")
@@ -60,14 +73,7 @@ async def _connect(kind: str, port: int, trusted: ssl.SSLContext) -> None:
 
 
 async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]]:
-    directory = Path(tempfile.mkdtemp(prefix="tls-cycles-"))
-    ca = create_ca(directory, "ca", common_name="bench-ca")
-    serving = issue_certificate(
-        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
-    )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(serving.cert_path, serving.key_path)
-    trusted = ssl.create_default_context(cafile=str(ca.pair.cert_path))
+    context, trusted = loopback_tls(Path(tempfile.mkdtemp(prefix="tls-cycles-")))
     app = web.Application()
 
     async def ok(_: web.Request) -> web.Response:
@@ -102,6 +108,36 @@ async def measure(connections: int, site_kind: str) -> dict[str, tuple[int, int]
     return results
 
 
+async def measure_client(connections: int) -> dict[str, tuple[int, int]]:
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tls-cycles-") as directory:
+        async with ending_server(Path(directory)) as kube_client:
+            for kind, end in CLIENT_ENDINGS.items():
+                gc.collect()
+                gc.disable()
+                try:
+                    base = client_tls_protocols()
+                    async with kube_client() as client:
+                        for _ in range(connections):
+                            await end(client)
+                    await asyncio.sleep(0.5)
+                    before = client_tls_protocols() - base
+                finally:
+                    gc.enable()
+                gc.collect()
+                results[kind] = (before, client_tls_protocols() - base)
+    return results
+
+
+def report(title: str, results: dict[str, tuple[int, int]]) -> None:
+    print(f"{title}:")
+    for kind, (before, after) in results.items():
+        print(
+            f"  {kind:17} SSLProtocol objects alive: {before:4d} with the collector off, "
+            f"{after:4d} after one collection"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.tls_cycles", description=__doc__.split("\n")[0]
@@ -113,16 +149,19 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="the listener: aiohttp's web.TCPSite or hpa.kube.serving.TLSSite (default both)",
     )
+    parser.add_argument(
+        "--side",
+        choices=("server", "client"),
+        default="server",
+        help="count the server's TLS state (default) or KubeClient's",
+    )
     args = parser.parse_args(argv)
     print(f"bench.tls_cycles: {args.connections} connections of each kind")
+    if args.side == "client":
+        report("hpa.kube.client.KubeClient", asyncio.run(measure_client(args.connections)))
+        return 0
     for site_kind in args.site or SITES:
-        results = asyncio.run(measure(args.connections, site_kind))
-        print(f"{SITE_NAMES[site_kind]}:")
-        for kind, (before, after) in results.items():
-            print(
-                f"  {kind:17} SSLProtocol objects alive: {before:4d} with the collector off, "
-                f"{after:4d} after one collection"
-            )
+        report(SITE_NAMES[site_kind], asyncio.run(measure(args.connections, site_kind)))
     return 0
 
 

@@ -15,6 +15,7 @@ import structlog
 
 from hpa import __version__
 from hpa.kube.logs import configure_logging, configure_logging_from_args
+from hpa.kube.runtime import map_large_blocks
 
 log = structlog.get_logger("hpa.cli")
 
@@ -142,6 +143,7 @@ def _add_test_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
+    map_large_blocks()  # a long-running role's resident set follows its live blocks
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     configure_logging_from_args(args)

@@ -26,6 +26,7 @@ from hpa.app import updater as updater_app
 from hpa.app import webhook as webhook_app
 from hpa.controllers.settings import HorizontalControllerSettings
 from hpa.kube.client import ClientMetrics, KubeClient
+from hpa.kube.runtime import register_task_gauge
 from hpa.kube.tls import write_self_signed
 from tests.fakes.clock import FakeClock
 
@@ -77,6 +78,7 @@ async def kube() -> AsyncIterator[tuple[KubeClient, CollectorRegistry]]:
             clock=FakeClock(auto_advance=True),
             metrics=ClientMetrics(registry),  # as load_client(registry=...) does
         )
+        register_task_gauge(registry)  # as load_client(registry=...) does
         yield client, registry
 
 

@@ -43,6 +43,7 @@ from prometheus_client import CollectorRegistry, Counter
 from yarl import URL
 
 from hpa.kube.clock import Clock, SystemClock
+from hpa.kube.runtime import register_task_gauge
 
 log = structlog.get_logger("hpa.kube.client")
 
@@ -612,7 +613,10 @@ async def load_client(
     registry: CollectorRegistry | None = None,
     retry: RetryPolicy | None = None,
 ) -> KubeClient:
-    """Load credentials (service account or kubeconfig) and build a rate-limited client."""
+    """Load credentials (service account or kubeconfig) and build a rate-limited client.
+
+    With ``registry``, the client's metrics and the process's ``hpa_asyncio_tasks`` gauge
+    (:mod:`hpa.kube.runtime`) are registered on it."""
     from kubernetes_asyncio import client as k8s_client
     from kubernetes_asyncio import config as k8s_config
 
@@ -657,6 +661,8 @@ async def load_client(
         return {}
 
     used_clock = clock or SystemClock()
+    if registry is not None:
+        register_task_gauge(registry)  # every role that exports the client's metrics
     log.info("kube_client_loaded", host=configuration.host, in_cluster=in_cluster)
     return KubeClient(
         session,
