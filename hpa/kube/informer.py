@@ -23,6 +23,11 @@ Deliberate deviations:
   (``ReadIdleTimeout`` 30 s + ``PingTimeout`` 15 s); HTTP/1.1 has no ping, and without this bound
   a dead watch would only end at ``timeoutSeconds`` + 30 s (5.5 to 10.5 minutes), missing every
   change meanwhile.
+- ``is_current`` tells readers whether the store follows the server: it is false from a failed
+  list or watch until the next list or the next event (a bookmark counts) of a reopened watch.
+  A reader that must not act on a stale copy (the HPA's ``/scale`` read) asks the API server
+  instead while it is false; client-go has no such flag, and kube-controller-manager reads
+  ``/scale`` from the API server at every sync.
 - there is no DeltaFIFO: events are applied to the store and handlers are called inline, in
   order, in the informer's task. Handlers must be quick and must not block (enqueue a key).
 """
@@ -211,6 +216,7 @@ class Informer(Generic[R]):
         self._handlers: list[EventHandler[R]] = []
         self._synced = asyncio.Event()
         self._failures = 0
+        self._current = False
         self.resource_version = ""
         self.list_count = 0
         self.bookmark_count = 0
@@ -230,6 +236,13 @@ class Informer(Generic[R]):
     async def wait_synced(self) -> None:
         await self._synced.wait()
 
+    def is_current(self) -> bool:
+        """True while the store follows the server: listed, and since the last failed list or
+        watch a list has succeeded or a reopened watch has delivered an event or a bookmark.
+        A watch reopened after a failure may have missed changes until it delivers (its first
+        events are the ones missed), so it does not count before that."""
+        return self._current
+
     def _params(self) -> dict[str, str]:
         params: dict[str, str] = {}
         if self._label_selector:
@@ -248,9 +261,11 @@ class Informer(Generic[R]):
                     need_list = False
                 await self._watch()
             except GoneError as error:
+                self._current = False
                 self._log.info("informer_relist", reason=error.reason, message=error.status.message)
                 need_list = True
             except (ApiError, TransportError) as error:
+                self._current = False
                 delay = self._backoff_seconds()
                 self._log.warning(
                     "informer_retry",
@@ -327,6 +342,7 @@ class Informer(Generic[R]):
         self.resource_version = resource_version
         self.list_count += 1
         self._failures = 0
+        self._current = True
         self._synced.set()
         self._log.debug("informer_listed", count=len(fresh), resource_version=resource_version)
 
@@ -348,6 +364,7 @@ class Informer(Generic[R]):
             async for event in stream:
                 events += 1
                 self._failures = 0
+                self._current = True
                 self._apply(event)
         if events == 0 and self._clock.monotonic() - started < 1.0:
             # the reflector's "very short watch": back off instead of spinning on a closing server

@@ -127,7 +127,15 @@ LONG_ROUNDS = {
     "api": [(p, f) for p in (CONTROLLER_API, ADAPTER_API, ADAPTER_PROMETHEUS) for f in FAULTS],
     "inprocess": [(CONTROLLER_PROMETHEUS, f) for f in FAULTS],
 }
+ONLY = [r for r in os.environ.get("HPA_FAULTS_TCP_ONLY", "").split(",") if r]
+"""``PATH:FAULT,...`` (e.g. ``controller-apiserver:half-open``): run only these rounds of the
+long version, in this order, to reproduce one case."""
 ROUNDS = LONG_ROUNDS if LONG else SHORT_ROUNDS
+if ONLY:
+    ROUNDS = {
+        test: [r for o in ONLY for r in rounds if f"{r[0]}:{r[1]}" == o]
+        for test, rounds in LONG_ROUNDS.items()
+    }
 
 
 def desired(rps: float) -> int:
