@@ -3,7 +3,8 @@
 Upstream counterparts: client-go ``tools/cache`` — ``reflector.go`` (``ListAndWatch``: paginated
 list with ``limit``/``continue``, watch from the list's resourceVersion with
 ``allowWatchBookmarks=true``, relist when the watch answers 410 Gone / "too old resource version",
-reconnect with backoff 800 ms .. 30 s, watch timeout random in [5, 10) minutes),
+reconnect with backoff 800 ms .. 30 s reset after 2 minutes without one, watch timeout random in
+[5, 10) minutes),
 ``store.go``/``thread_safe_store.go`` with ``Indexers`` (we index by namespace and by label), and
 ``shared_informer.go`` (``AddEventHandler``, ``HasSynced``).
 
@@ -175,7 +176,10 @@ class EventHandler(Generic[R]):
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
     """- ``page_size`` (default 500): ``limit`` of each list page.
-    - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff.
+    - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff,
+      back to the start after a list or an event, or ``backoff_reset_seconds`` (120) after the
+      last backoff (client-go's ``backoffResetDuration``: a collection without events would
+      otherwise keep the backoff of a fault long past).
     - ``min_watch_timeout_seconds`` (300): each watch asks the server to end it after a random
       time in ``[min, 2*min)``, like the reflector.
     - ``watch_idle_timeout_seconds`` (90): a watch that receives nothing (not even a bookmark)
@@ -185,6 +189,7 @@ class InformerSettings:
     page_size: int = 500
     initial_backoff_seconds: float = 0.8
     max_backoff_seconds: float = 30.0
+    backoff_reset_seconds: float = 120.0
     min_watch_timeout_seconds: int = 300
     watch_idle_timeout_seconds: float = 90.0
 
@@ -216,6 +221,7 @@ class Informer(Generic[R]):
         self._handlers: list[EventHandler[R]] = []
         self._synced = asyncio.Event()
         self._failures = 0
+        self._last_backoff_at: float | None = None
         self._current = False
         self.resource_version = ""
         self.list_count = 0
@@ -277,6 +283,10 @@ class Informer(Generic[R]):
 
     def _backoff_seconds(self) -> float:
         settings = self._settings
+        now = self._clock.monotonic()
+        last, self._last_backoff_at = self._last_backoff_at, now
+        if last is not None and now - last > settings.backoff_reset_seconds:
+            self._failures = 0
         delay = min(
             settings.max_backoff_seconds,
             settings.initial_backoff_seconds * 2.0 ** min(self._failures, 32),

@@ -74,7 +74,11 @@ dead connection gives up within one sync, so a round lasts seconds, not tens of 
 PER_REPLICA_RPS = 10
 HIGH, LOW = 50, 10
 SLACK_SECONDS = 6.0
-"""Room for the exporter's gauge to reach Prometheus and the adapter's read (as tests/faults)."""
+"""Room for the exporter's gauge to reach Prometheus and the adapter's read (as tests/faults).
+On the controller's own path it is the HPA informer's reconnect backoff instead: the status write
+(``ScalingActive=True``) carries the informer's resourceVersion, as upstream's does, and is
+refused until the watch is back; client-go's backoff after the three failures an 8 s timeout
+fault allows is at most 6.4 s (docs/reliability.md, "The recovery bound")."""
 LONG = os.environ.get("HPA_FAULTS_LONG") == "1"
 HOLD_SECONDS = (2 * SYNC_SECONDS if LONG else SYNC_SECONDS) + METRIC_TIMEOUT_SECONDS + 2.0
 """How long each fault lasts: the next sync's metrics call gives up (one sync and the metric

@@ -377,3 +377,27 @@ async def test_after_a_failed_watch_the_store_is_not_current_until_the_reopened_
     apiserver.put_object("/api/v1", "pods", pod("new"))
     await recorder.wait_for(lambda calls: ("add", "new") in calls)
     assert informer.is_current()
+
+
+async def test_the_backoff_starts_over_two_minutes_after_the_last_one(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder], clock: FakeClock
+) -> None:
+    """A collection without events keeps its failures in a row; like client-go's reflector, the
+    backoff starts over once two minutes have passed since the last one, so a fault long after
+    another is not waited out as if it followed it."""
+
+    async def break_the_watch() -> None:
+        apiserver.send_raw(b'{"type": "ADDED", "object": {\n')
+        apiserver.close_watches()
+        await apiserver.wait_for_watches()
+
+    await apiserver.wait_for_watches()
+    for _ in range(3):
+        await break_the_watch()
+    first, second, third = clock.sleep_calls
+    assert (0.8 <= first <= 1.6, 1.6 <= second <= 3.2, 3.2 <= third <= 6.4) == (True,) * 3
+    await break_the_watch()  # still in a row: it keeps growing
+    assert 6.4 <= clock.sleep_calls[-1] <= 12.8
+    await clock.advance(121.0)
+    await break_the_watch()
+    assert 0.8 <= clock.sleep_calls[-1] <= 1.6
