@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from hpa.kube.clock import parse_time
 from tests.e2e.controller_lab import (
     ApiReader,
     ObjectWatch,
@@ -86,7 +87,10 @@ timeout), and the status is written, before the fault is removed."""
 LATE_WRITE_SECONDS = 2 * SYNC_SECONDS if LONG else SYNC_SECONDS
 CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0 if LONG else 2 * SYNC_SECONDS)
 """Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
-longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
+longer stops leading and exits, as kube-controller-manager does (tests/faults' partition). The
+next round starts only once the leader has renewed its Lease after the fault: two faults on
+this path back to back (8 s cut off, then 1 KB/s) outlast the renew deadline together."""
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hpa-controller"
 REPEATS = int(os.environ.get("HPA_FAULTS_TCP_REPEATS") or (3 if LONG else 1))
 """How often each round runs (``bench/faults.py``: three; ``HPA_FAULTS_TCP_REPEATS`` sets it)."""
 CONTROLLER_API = "controller-apiserver"
@@ -214,6 +218,7 @@ def _run_rounds(
     rounds: list[tuple[str, str]],
 ) -> None:
     lab, user = s.lab, f"hpa-controller-{name}"
+    reader = ApiReader(lab)
     # Not in system:masters (which the adapter, as upstream's delegated authorizer, allows
     # without asking): every metrics request makes the adapter ask kube-apiserver
     # (SubjectAccessReview, cached 10 s), so faults on the adapter's path to it reach the metrics.
@@ -266,6 +271,10 @@ def _run_rounds(
     def active() -> str:
         return condition(s.hpas.latest(name), "ScalingActive")[0]
 
+    def renewed_since(since: dt.datetime) -> bool:
+        renewed = parse_time(reader.get(LEASE_PATH)["spec"].get("renewTime"))
+        return renewed is not None and renewed > since
+
     try:
         rps = HIGH
         wait(lambda: replicas() == desired(rps) and active() == "True", f"{name} at {desired(rps)}")
@@ -286,7 +295,7 @@ def _run_rounds(
                     inactive = time.monotonic() - faulted
                 time.sleep(0.2)
             s.toxiproxy.remove_toxic(path, toxic)
-            cleared = time.monotonic()
+            cleared, cleared_wall = time.monotonic(), dt.datetime.now(dt.UTC)
             during = [n for t, n in replica_steps(s.deployments, name) if faulted <= t < cleared]
             wait(
                 lambda: replicas() == want and active() == "True",  # noqa: B023 - this round's
@@ -326,6 +335,12 @@ def _run_rounds(
             assert right <= 2 * SYNC_SECONDS + SLACK_SECONDS, _failure(
                 s, controller, f"right only {right:.1f} s after {where} cleared: {results}"
             )
+            if path == CONTROLLER_API:
+                wait(
+                    lambda: renewed_since(cleared_wall),  # noqa: B023 - this round's
+                    f"the Lease renewed after {where} cleared",
+                    timeout_seconds=15.0,
+                )
         time.sleep(LATE_WRITE_SECONDS)  # a late second write of the last decision would land here
         changes = [n for t, n in replica_steps(s.deployments, name) if t >= started]
         writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))
