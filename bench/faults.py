@@ -13,7 +13,9 @@ the leader paused (SIGSTOP past its 10 s Lease, then SIGCONT) 20 times and kille
 times; TCP faults from toxiproxy (a latency spike, a mild latency, a timeout, a half-open
 connection, resets, connections cut after 64 bytes, 1 KB/s) on each of the four paths (the
 controller's and the adapter's to kube-apiserver and to Prometheus), three times each
-(``HPA_FAULTS_TCP_REPEATS`` sets how often). The scenarios, their invariants and their assertions
+(``HPA_FAULTS_TCP_REPEATS`` sets how often; ``HPA_FAULTS_TCP_ONLY=PATH:FAULT,...`` with
+``-k api_server_and`` or ``-k own_prometheus`` runs only those rounds, e.g.
+``controller-apiserver:half-open``). The scenarios, their invariants and their assertions
 are the tests' own (one implementation); this script only runs them and prints the figures each
 test reports, and on a failure the assertion. ``make test`` runs the short version (the same tests:
 two outages, three Prometheus modes, one pause, two kills, one partition, one kube-apiserver

@@ -173,8 +173,10 @@ class InformerScaleClient:
 
     ``informers`` maps a kind of group ``apps`` to its informer. A target of another group or
     kind, one not in the cache, one whose selector does not parse, or any target while its
-    kind's informer has not synced, is read with ``GET /scale`` through ``live``. Updates always
-    go through ``live`` (``PUT /scale`` guarded by the read's resourceVersion).
+    kind's informer is not current (not synced yet, or its watch failed and has delivered
+    nothing since: the copy may miss changes, as after a network fault) is read with
+    ``GET /scale`` through ``live``, as kube-controller-manager reads every target. Updates
+    always go through ``live`` (``PUT /scale`` guarded by the read's resourceVersion).
     """
 
     def __init__(
@@ -191,7 +193,7 @@ class InformerScaleClient:
         if group != "apps":
             return None
         informer = self._informers.get(target.kind)
-        if informer is None or not informer.has_synced():
+        if informer is None or not informer.is_current():
             return None
         record = informer.store.get_by_name(namespace, target.name)
         key = (target.kind, namespace, target.name)

@@ -3,7 +3,8 @@
 Upstream counterparts: client-go ``tools/cache`` — ``reflector.go`` (``ListAndWatch``: paginated
 list with ``limit``/``continue``, watch from the list's resourceVersion with
 ``allowWatchBookmarks=true``, relist when the watch answers 410 Gone / "too old resource version",
-reconnect with backoff 800 ms .. 30 s, watch timeout random in [5, 10) minutes),
+reconnect with backoff 800 ms .. 30 s reset after 2 minutes without one, watch timeout random in
+[5, 10) minutes),
 ``store.go``/``thread_safe_store.go`` with ``Indexers`` (we index by namespace and by label), and
 ``shared_informer.go`` (``AddEventHandler``, ``HasSynced``).
 
@@ -23,6 +24,11 @@ Deliberate deviations:
   (``ReadIdleTimeout`` 30 s + ``PingTimeout`` 15 s); HTTP/1.1 has no ping, and without this bound
   a dead watch would only end at ``timeoutSeconds`` + 30 s (5.5 to 10.5 minutes), missing every
   change meanwhile.
+- ``is_current`` tells readers whether the store follows the server: it is false from a failed
+  list or watch until the next list or the next event (a bookmark counts) of a reopened watch.
+  A reader that must not act on a stale copy (the HPA's ``/scale`` read) asks the API server
+  instead while it is false; client-go has no such flag, and kube-controller-manager reads
+  ``/scale`` from the API server at every sync.
 - there is no DeltaFIFO: events are applied to the store and handlers are called inline, in
   order, in the informer's task. Handlers must be quick and must not block (enqueue a key).
 """
@@ -170,7 +176,10 @@ class EventHandler(Generic[R]):
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
     """- ``page_size`` (default 500): ``limit`` of each list page.
-    - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff.
+    - ``initial_backoff_seconds`` (0.8) .. ``max_backoff_seconds`` (30): reconnect backoff,
+      back to the start after a list or an event, or ``backoff_reset_seconds`` (120) after the
+      last backoff (client-go's ``backoffResetDuration``: a collection without events would
+      otherwise keep the backoff of a fault long past).
     - ``min_watch_timeout_seconds`` (300): each watch asks the server to end it after a random
       time in ``[min, 2*min)``, like the reflector.
     - ``watch_idle_timeout_seconds`` (90): a watch that receives nothing (not even a bookmark)
@@ -180,6 +189,7 @@ class InformerSettings:
     page_size: int = 500
     initial_backoff_seconds: float = 0.8
     max_backoff_seconds: float = 30.0
+    backoff_reset_seconds: float = 120.0
     min_watch_timeout_seconds: int = 300
     watch_idle_timeout_seconds: float = 90.0
 
@@ -211,6 +221,8 @@ class Informer(Generic[R]):
         self._handlers: list[EventHandler[R]] = []
         self._synced = asyncio.Event()
         self._failures = 0
+        self._last_backoff_at: float | None = None
+        self._current = False
         self.resource_version = ""
         self.list_count = 0
         self.bookmark_count = 0
@@ -230,6 +242,13 @@ class Informer(Generic[R]):
     async def wait_synced(self) -> None:
         await self._synced.wait()
 
+    def is_current(self) -> bool:
+        """True while the store follows the server: listed, and since the last failed list or
+        watch a list has succeeded or a reopened watch has delivered an event or a bookmark.
+        A watch reopened after a failure may have missed changes until it delivers (its first
+        events are the ones missed), so it does not count before that."""
+        return self._current
+
     def _params(self) -> dict[str, str]:
         params: dict[str, str] = {}
         if self._label_selector:
@@ -248,9 +267,11 @@ class Informer(Generic[R]):
                     need_list = False
                 await self._watch()
             except GoneError as error:
+                self._current = False
                 self._log.info("informer_relist", reason=error.reason, message=error.status.message)
                 need_list = True
             except (ApiError, TransportError) as error:
+                self._current = False
                 delay = self._backoff_seconds()
                 self._log.warning(
                     "informer_retry",
@@ -262,6 +283,10 @@ class Informer(Generic[R]):
 
     def _backoff_seconds(self) -> float:
         settings = self._settings
+        now = self._clock.monotonic()
+        last, self._last_backoff_at = self._last_backoff_at, now
+        if last is not None and now - last > settings.backoff_reset_seconds:
+            self._failures = 0
         delay = min(
             settings.max_backoff_seconds,
             settings.initial_backoff_seconds * 2.0 ** min(self._failures, 32),
@@ -327,6 +352,7 @@ class Informer(Generic[R]):
         self.resource_version = resource_version
         self.list_count += 1
         self._failures = 0
+        self._current = True
         self._synced.set()
         self._log.debug("informer_listed", count=len(fresh), resource_version=resource_version)
 
@@ -348,6 +374,7 @@ class Informer(Generic[R]):
             async for event in stream:
                 events += 1
                 self._failures = 0
+                self._current = True
                 self._apply(event)
         if events == 0 and self._clock.monotonic() - started < 1.0:
             # the reflector's "very short watch": back off instead of spinning on a closing server

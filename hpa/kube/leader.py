@@ -290,14 +290,24 @@ class LeaderElector:
             self._on_started_leading()
 
     async def renew(self) -> None:
-        """Renew every retry period; return when a renew deadline passed without success."""
+        """Renew every retry period; return when a renew deadline passed without success.
+
+        Within a renew deadline the tries start one retry period apart, start to start, as
+        client-go's ``wait.PollImmediateUntil`` ticks: a try that took longer than that (a
+        request that hung until its connection was closed) is followed at once, not one more
+        retry period later."""
+        retry = self.settings.retry_period_seconds
         while True:
-            await self._clock.sleep(self.settings.retry_period_seconds)
+            await self._clock.sleep(retry)
             deadline = self._clock.monotonic() + self.settings.renew_deadline_seconds
-            while not await self._try_before(deadline):
-                if self._clock.monotonic() + self.settings.retry_period_seconds >= deadline:
+            while True:
+                started = self._clock.monotonic()
+                if await self._try_before(deadline):
+                    break
+                next_try = max(started + retry, self._clock.monotonic())
+                if next_try >= deadline:
                     return
-                await self._clock.sleep(self.settings.retry_period_seconds)
+                await self._clock.sleep(next_try - self._clock.monotonic())
             self._renewed_at = self._clock.monotonic()
 
     def _stop_leading(self) -> None:

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from hpa.kube.clock import parse_time
 from tests.e2e.controller_lab import (
     ApiReader,
     ObjectWatch,
@@ -74,7 +75,11 @@ dead connection gives up within one sync, so a round lasts seconds, not tens of 
 PER_REPLICA_RPS = 10
 HIGH, LOW = 50, 10
 SLACK_SECONDS = 6.0
-"""Room for the exporter's gauge to reach Prometheus and the adapter's read (as tests/faults)."""
+"""Room for the exporter's gauge to reach Prometheus and the adapter's read (as tests/faults).
+On the controller's own path it is the HPA informer's reconnect backoff instead: the status write
+(``ScalingActive=True``) carries the informer's resourceVersion, as upstream's does, and is
+refused until the watch is back; client-go's backoff after the three failures an 8 s timeout
+fault allows is at most 6.4 s (docs/reliability.md, "The recovery bound")."""
 LONG = os.environ.get("HPA_FAULTS_LONG") == "1"
 HOLD_SECONDS = (2 * SYNC_SECONDS if LONG else SYNC_SECONDS) + METRIC_TIMEOUT_SECONDS + 2.0
 """How long each fault lasts: the next sync's metrics call gives up (one sync and the metric
@@ -82,7 +87,10 @@ timeout), and the status is written, before the fault is removed."""
 LATE_WRITE_SECONDS = 2 * SYNC_SECONDS if LONG else SYNC_SECONDS
 CONTROLLER_API_HOLD_SECONDS = min(HOLD_SECONDS, 8.0 if LONG else 2 * SYNC_SECONDS)
 """Shorter than the controller's renew deadline (10 s): a leader cut off from kube-apiserver for
-longer stops leading and exits, as kube-controller-manager does (tests/faults' partition)."""
+longer stops leading and exits, as kube-controller-manager does (tests/faults' partition). The
+next round starts only once the leader has renewed its Lease after the fault: two faults on
+this path back to back (8 s cut off, then 1 KB/s) outlast the renew deadline together."""
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hpa-controller"
 REPEATS = int(os.environ.get("HPA_FAULTS_TCP_REPEATS") or (3 if LONG else 1))
 """How often each round runs (``bench/faults.py``: three; ``HPA_FAULTS_TCP_REPEATS`` sets it)."""
 CONTROLLER_API = "controller-apiserver"
@@ -127,7 +135,15 @@ LONG_ROUNDS = {
     "api": [(p, f) for p in (CONTROLLER_API, ADAPTER_API, ADAPTER_PROMETHEUS) for f in FAULTS],
     "inprocess": [(CONTROLLER_PROMETHEUS, f) for f in FAULTS],
 }
+ONLY = [r for r in os.environ.get("HPA_FAULTS_TCP_ONLY", "").split(",") if r]
+"""``PATH:FAULT,...`` (e.g. ``controller-apiserver:half-open``): run only these rounds of the
+long version, in this order, to reproduce one case."""
 ROUNDS = LONG_ROUNDS if LONG else SHORT_ROUNDS
+if ONLY:
+    ROUNDS = {
+        test: [r for o in ONLY for r in rounds if f"{r[0]}:{r[1]}" == o]
+        for test, rounds in LONG_ROUNDS.items()
+    }
 
 
 def desired(rps: float) -> int:
@@ -202,6 +218,7 @@ def _run_rounds(
     rounds: list[tuple[str, str]],
 ) -> None:
     lab, user = s.lab, f"hpa-controller-{name}"
+    reader = ApiReader(lab)
     # Not in system:masters (which the adapter, as upstream's delegated authorizer, allows
     # without asking): every metrics request makes the adapter ask kube-apiserver
     # (SubjectAccessReview, cached 10 s), so faults on the adapter's path to it reach the metrics.
@@ -254,6 +271,10 @@ def _run_rounds(
     def active() -> str:
         return condition(s.hpas.latest(name), "ScalingActive")[0]
 
+    def renewed_since(since: dt.datetime) -> bool:
+        renewed = parse_time(reader.get(LEASE_PATH)["spec"].get("renewTime"))
+        return renewed is not None and renewed > since
+
     try:
         rps = HIGH
         wait(lambda: replicas() == desired(rps) and active() == "True", f"{name} at {desired(rps)}")
@@ -274,7 +295,7 @@ def _run_rounds(
                     inactive = time.monotonic() - faulted
                 time.sleep(0.2)
             s.toxiproxy.remove_toxic(path, toxic)
-            cleared = time.monotonic()
+            cleared, cleared_wall = time.monotonic(), dt.datetime.now(dt.UTC)
             during = [n for t, n in replica_steps(s.deployments, name) if faulted <= t < cleared]
             wait(
                 lambda: replicas() == want and active() == "True",  # noqa: B023 - this round's
@@ -314,6 +335,12 @@ def _run_rounds(
             assert right <= 2 * SYNC_SECONDS + SLACK_SECONDS, _failure(
                 s, controller, f"right only {right:.1f} s after {where} cleared: {results}"
             )
+            if path == CONTROLLER_API:
+                wait(
+                    lambda: renewed_since(cleared_wall),  # noqa: B023 - this round's
+                    f"the Lease renewed after {where} cleared",
+                    timeout_seconds=15.0,
+                )
         time.sleep(LATE_WRITE_SECONDS)  # a late second write of the last decision would land here
         changes = [n for t, n in replica_steps(s.deployments, name) if t >= started]
         writes = list(audit_writes(lab.control_plane.audit_log_path, users={user}))

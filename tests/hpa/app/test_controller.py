@@ -382,6 +382,55 @@ def live_scales(kube: KubeClient) -> KubeScaleClient:
     return KubeScaleClient(ScaleClient(kube, ResourceMapper(kube, clock=FakeClock())))
 
 
+async def test_while_the_deployment_watch_is_down_the_scale_is_read_from_the_api_server(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    """A network fault cuts the informer's watch and the target is scaled meanwhile (by this
+    controller before the fault, or by anyone): until the reopened watch delivers, the cached
+    copy may be stale, so the scale is read with ``GET /scale`` as kube-controller-manager reads
+    it at every sync, and a decision is not skipped on an old replica count."""
+    await seed(kube, cpu_usage="1")
+    clock = FakeClock()
+    informer: Informer[WorkloadRecord] = Informer(
+        kube,
+        WORKLOAD_PATHS["Deployment"],
+        parse=functools.partial(parse_workload, kind="Deployment"),
+        clock=clock,
+    )
+    running = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5.0)
+        await apiserver.wait_for_watches()
+        scales = InformerScaleClient({"Deployment": informer}, live_scales(kube))
+        assert (await scales.get_scale("default", WEB)).spec_replicas == 2
+        apiserver.close_watches()  # the watch fails; the informer backs off on its clock
+
+        async def backing_off() -> bool:
+            return clock.sleeper_count > 0
+
+        await eventually(backing_off)
+        deployment = await kube.get("/apis/apps/v1/namespaces/default/deployments/web")
+        deployment["spec"]["replicas"] = 1
+        await kube.put("/apis/apps/v1/namespaces/default/deployments/web", deployment)
+
+        assert (await scales.get_scale("default", WEB)).spec_replicas == 1
+        assert scales.live_reads == 1
+        assert len(apiserver.requests_to("GET", SCALE_PATH)) == 1
+
+        await clock.advance(60.0)  # the backoff ends: the watch resumes and delivers the change
+        await apiserver.wait_for_watches()
+
+        async def caught_up() -> bool:
+            return informer.is_current()
+
+        await eventually(caught_up)
+        assert (await scales.get_scale("default", WEB)).spec_replicas == 1
+        assert scales.live_reads == 1, "read from the cache again"
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+
 async def test_a_stale_cached_scale_is_refused_and_the_conflict_carries_a_fresh_read(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:

@@ -349,3 +349,55 @@ async def test_a_silent_watch_is_taken_for_a_dead_connection_and_reopened(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_after_a_failed_watch_the_store_is_not_current_until_the_reopened_watch_delivers(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder]
+) -> None:
+    """A network fault cuts the watch: the store may miss changes until the reopened watch
+    delivers (its first events are the missed ones), so readers that must not act on a stale
+    copy are told so in between."""
+    informer, recorder = pods
+    await apiserver.wait_for_watches()
+    assert informer.is_current()
+    apiserver.close_watches()  # ends at once without events: a failed watch
+    await apiserver.wait_for_watches()  # reopened after the backoff
+    assert not informer.is_current(), "reopened, but nothing arrived since the failure"
+    apiserver.send_bookmark()
+    apiserver.close_watches()  # after the bookmark: a watch that ended normally
+    await apiserver.wait_for_watches()
+    assert informer.bookmark_count == 1
+    assert informer.is_current(), "the bookmark showed the watch caught up"
+    assert informer.list_count == 1, "the watch resumed: no relist"
+
+    apiserver.send_raw(b'{"type": "ADDED", "object": {\n')  # a broken stream, after events
+    apiserver.close_watches()
+    await apiserver.wait_for_watches()
+    assert not informer.is_current()
+    apiserver.put_object("/api/v1", "pods", pod("new"))
+    await recorder.wait_for(lambda calls: ("add", "new") in calls)
+    assert informer.is_current()
+
+
+async def test_the_backoff_starts_over_two_minutes_after_the_last_one(
+    apiserver: FakeApiServer, pods: tuple[Informer[PodRecord], Recorder], clock: FakeClock
+) -> None:
+    """A collection without events keeps its failures in a row; like client-go's reflector, the
+    backoff starts over once two minutes have passed since the last one, so a fault long after
+    another is not waited out as if it followed it."""
+
+    async def break_the_watch() -> None:
+        apiserver.send_raw(b'{"type": "ADDED", "object": {\n')
+        apiserver.close_watches()
+        await apiserver.wait_for_watches()
+
+    await apiserver.wait_for_watches()
+    for _ in range(3):
+        await break_the_watch()
+    first, second, third = clock.sleep_calls
+    assert (0.8 <= first <= 1.6, 1.6 <= second <= 3.2, 3.2 <= third <= 6.4) == (True,) * 3
+    await break_the_watch()  # still in a row: it keeps growing
+    assert 6.4 <= clock.sleep_calls[-1] <= 12.8
+    await clock.advance(121.0)
+    await break_the_watch()
+    assert 0.8 <= clock.sleep_calls[-1] <= 1.6

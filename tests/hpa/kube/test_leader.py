@@ -10,7 +10,14 @@ from datetime import timedelta
 
 import pytest
 
-from hpa.kube.client import AlreadyExistsError, ApiStatus, ConflictError, KubeClient, ServerError
+from hpa.kube.client import (
+    AlreadyExistsError,
+    ApiStatus,
+    ConflictError,
+    KubeClient,
+    ServerError,
+    TransportError,
+)
 from hpa.kube.fence import NotLeaderError
 from hpa.kube.leader import (
     KubeLeaseStore,
@@ -32,11 +39,21 @@ class FakeLeaseStore:
         self.down = False
         self.hung = False
         """Every request waits forever: a half-open connection, no answer and no error."""
+        self._closed = asyncio.Event()
         self.updates: list[LeaseRecord] = []
+
+    def close_connections(self) -> None:
+        """The fault is removed and the proxy closes its connections: the hung requests fail
+        (no answer ever came), new ones are answered."""
+        self.hung = False
+        self._closed.set()
+        self._closed = asyncio.Event()
 
     async def _fail_if_down(self) -> None:
         if self.hung:
-            await asyncio.Event().wait()
+            closed = self._closed
+            await closed.wait()
+            raise TransportError("connection closed by the proxy")
         if self.down:
             raise ServerError(
                 ApiStatus(code=503, reason="ServiceUnavailable", message="etcd unavailable")
@@ -187,6 +204,30 @@ async def test_a_leader_whose_renewal_hangs_stops_leading_at_the_renew_deadline(
     await task
     assert stopped == [started + 12]
     assert not a.leading.is_set()
+
+
+async def test_a_renewal_that_hung_until_its_connection_closed_is_retried_at_once() -> None:
+    """A half-open connection for 8 s, less than the renew deadline: the renewal hangs until the
+    fault is removed and its connection closed. The next try follows at once (the tries start a
+    retry period apart, start to start, as client-go polls), so the leader renews within the
+    deadline and keeps leading; waiting one more retry period would pass the deadline."""
+    store, clock = FakeLeaseStore(), FakeClock()
+    a = elector(store, clock, "a")
+    task = asyncio.create_task(a.run())
+    await clock.settle()
+    store.hung = True
+    await clock.advance(2 + 8)  # the renewal at 2 s has hung for 8 s; its deadline is at 12 s
+    renewals = len(store.updates)
+    store.close_connections()
+    await clock.settle()
+    assert len(store.updates) == renewals + 1, "renewed at once"
+    assert a.is_leader()
+    await clock.advance(2)
+    assert len(store.updates) == renewals + 2, "and every retry period after"
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 async def test_an_acquisition_that_hangs_is_given_up_and_retried() -> None:
