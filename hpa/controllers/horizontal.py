@@ -166,6 +166,9 @@ class HPASelectorStore:
     def __init__(self) -> None:
         self._namespaces: dict[str, dict[str, Selector]] = {}
         self._matches: dict[str, dict[tuple[tuple[str, str], ...], frozenset[str]]] = {}
+        self._terms: dict[str, tuple[dict[tuple[str, str], list[str]], list[str]]] = {}
+        """Per namespace, built on first use like ``_matches``: the HPA keys by the first
+        ``key=value`` term of their selector, and the keys of selectors without one."""
 
     def __len__(self) -> int:
         return sum(len(selectors) for selectors in self._namespaces.values())
@@ -175,7 +178,7 @@ class HPASelectorStore:
         if key in selectors:
             return False
         selectors[key] = selector
-        self._matches.pop(namespace, None)
+        self._forget_matches(namespace)
         return True
 
     def put_if_present(self, namespace: str, key: str, *, selector: Selector) -> bool:
@@ -185,7 +188,7 @@ class HPASelectorStore:
         current = selectors[key]
         if current is not selector and current != selector:
             selectors[key] = selector
-            self._matches.pop(namespace, None)
+            self._forget_matches(namespace)
         return True
 
     def delete(self, namespace: str, key: str) -> None:
@@ -193,9 +196,29 @@ class HPASelectorStore:
         if selectors is None:
             return
         if selectors.pop(key, None) is not None:
-            self._matches.pop(namespace, None)
+            self._forget_matches(namespace)
         if not selectors:
             del self._namespaces[namespace]
+
+    def _forget_matches(self, namespace: str) -> None:
+        self._matches.pop(namespace, None)
+        self._terms.pop(namespace, None)
+
+    def _by_term(
+        self, namespace: str, selectors: Mapping[str, Selector]
+    ) -> tuple[dict[tuple[str, str], list[str]], list[str]]:
+        terms = self._terms.get(namespace)
+        if terms is None:
+            by_term: dict[tuple[str, str], list[str]] = {}
+            other: list[str] = []
+            for key, selector in selectors.items():
+                for term in selector.equality_terms().items():
+                    by_term.setdefault(term, []).append(key)
+                    break
+                else:
+                    other.append(key)
+            terms = self._terms[namespace] = (by_term, other)
+        return terms
 
     def _matching(
         self, namespace: str, selectors: Mapping[str, Selector], labels: Mapping[str, str]
@@ -204,9 +227,13 @@ class HPASelectorStore:
         label_set = tuple(sorted(labels.items()))
         found = cache.get(label_set)
         if found is None:
-            found = frozenset(
-                key for key, selector in selectors.items() if selector.matches(labels)
-            )
+            # only selectors whose first key=value term the labels have (or without such a
+            # term) can match
+            by_term, other = self._by_term(namespace, selectors)
+            candidates = [*other]
+            for term in label_set:
+                candidates.extend(by_term.get(term, ()))
+            found = frozenset(key for key in candidates if selectors[key].matches(labels))
             cache[label_set] = found
         return found
 
