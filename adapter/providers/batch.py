@@ -11,15 +11,21 @@ namespace then object name; requests are answered from it while it is younger th
 Refresh: a request that finds the snapshot older than ``REFRESH_AHEAD`` of ``max_age_seconds``
 (or, when the last evaluation took longer than an eighth of the max age, older than the max age
 minus twice that duration) starts one background re-evaluation (named task, one at a time per
-batch) and is answered from the current snapshot; a request that finds it older than
-``max_age_seconds`` (or none) waits for the evaluation in flight (``SingleFlight``: concurrent
-requests share one query). A batch that nobody asks for is never re-evaluated: evaluation is
-driven by requests only, so a rule stops costing anything one interval after its last request,
-and its snapshot is dropped after ``IDLE_INTERVALS`` intervals without a request (or when the
-metric index is relisted).
+batch) and is answered from the current snapshot. A request that finds no snapshot, or one older
+than ``max_age_seconds`` with no evaluation in flight, waits for a new evaluation
+(``SingleFlight``: concurrent requests share one query). A request that finds the snapshot older
+than ``max_age_seconds`` while its renewal is still in flight (the renewal is *late*) does not
+wait: ``snapshot_unless_late`` returns None and the caller answers it per request, counted
+(``per_request_late``), so a slow evaluation never holds requests back. A batch that nobody asks
+for is never re-evaluated: evaluation is driven by requests only, so a rule stops costing
+anything one interval after its last request, and its snapshot is dropped after
+``IDLE_INTERVALS`` intervals without a request (or when the metric index is relisted).
 
-The staleness probe, when configured, is batched with the value query as one PromQL
-(``merged_query``), exactly as per request; see docs/adapter-values.md, "Batched evaluation".
+The staleness probe, when configured, is batched the same way and sent as a second query at the
+same evaluation time, concurrently with the value query (``run_with_probe``), not merged with it
+as per request: at 100,000 objects the ``label_replace(...) or label_replace(...)`` of the
+merged form cost Prometheus (2.42) about 0.85 CPU-seconds more than the two queries alone; see
+docs/adapter-values.md, "Batched evaluation".
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from adapter.prometheus.results import Sample
+from adapter.prometheus.results import InstantResult, Sample
 from adapter.prometheus.singleflight import SingleFlight
 from adapter.prometheus.slicing import SLICE_SAMPLES, between_slices, collector_paused
 from adapter.providers.errors import MetricFetchError
@@ -42,7 +48,7 @@ from adapter.providers.evaluation import (
     Point,
     age_of,
     part_samples,
-    run_instant,
+    run_with_probe,
     vector_samples,
 )
 from adapter.providers.ports import Clock, PrometheusQuerier
@@ -89,7 +95,7 @@ class Snapshot:
     values: the value samples (``Point``) by namespace ("" when the answer has none) then object
         name.
     freshness: the probe's answer (``Aged``) the same way, or None without a staleness probe.
-    series: samples in the answer.
+    series: samples in the value answer.
     groups: for a ``BatchPlan`` with ``grouped`` (several samples per object: the resource
         rules' containers), every sample by namespace then object name; ``values`` is empty.
     """
@@ -122,12 +128,15 @@ _EMPTY_GROUPS: Mapping[str, tuple[Sample, ...]] = {}
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """What to send for one batch: the PromQL (merged with its probe when ``probed``), and the
-    labels that name each answer's object.
+    """What to send for one batch: the PromQL, and the labels that name each answer's object.
 
+    probed: ``query`` is a ``merged_query`` (value and probe in one answer, each sample tagged
+        with its part): the per-request path's answers, indexed by ``index_answer``.
     namespace: the namespace the query covers, or None across namespaces (or cluster-scoped);
         answers without a namespace label are filed under it.
     grouped: keep every sample of an object (``Snapshot.groups``), not the last one.
+    probe: the batched staleness probe, sent as a query of its own at the same evaluation time
+        (a batched evaluation's ``query`` is then the value query alone, ``probed`` False).
     """
 
     query: str
@@ -136,6 +145,7 @@ class BatchPlan:
     namespace_label: str | None
     namespace: str | None
     grouped: bool = False
+    probe: str | None = None
 
 
 def _namespace_reader(plan: BatchPlan) -> Callable[[Mapping[str, str]], str]:
@@ -164,6 +174,19 @@ def group_into(
         labels = sample.labels
         by_name = lists.setdefault(namespace_of(labels), {})
         by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
+
+
+def freshness_into(
+    plan: BatchPlan, samples: Sequence[Sample], freshness: dict[str, dict[str, Aged]]
+) -> None:
+    """The samples of a probe's answer (``BatchPlan.probe``) by namespace then object name."""
+    resource_label = plan.resource_label
+    namespace_of = _namespace_reader(plan)
+    for sample in samples:
+        aged = age_of(sample)
+        if aged is not None:
+            labels = sample.labels
+            freshness.setdefault(namespace_of(labels), {})[labels.get(resource_label, "")] = aged
 
 
 def _frozen_groups(
@@ -221,6 +244,8 @@ class _Batch:
     snapshot: Snapshot | None = None
     last_request: float = 0.0
     evaluating: bool = False
+    started: float = 0.0
+    """When the evaluation in flight (or the last one) was sent (adapter monotonic time)."""
     last_duration: float = 0.0
     """Seconds the last successful evaluation took (adapter monotonic time)."""
 
@@ -275,7 +300,36 @@ class Batcher:
 
         ``plan`` renders the batch the first time ``key`` is asked for (it may raise the rule's
         errors, which the caller turns into provider errors). ``family`` names the batches of one
-        (metric, resource, selector) for ``max_series``."""
+        (metric, resource, selector) for ``max_series``. A late renewal is waited for."""
+        found = await self._snapshot(
+            key, plan, family=family, timeout_seconds=timeout_seconds, wait_when_late=True
+        )
+        assert found is not None
+        return found
+
+    async def snapshot_unless_late(
+        self,
+        key: Hashable,
+        plan: Callable[[], BatchPlan],
+        *,
+        family: Hashable,
+        timeout_seconds: float | None,
+    ) -> Snapshot | None:
+        """``snapshot``, or None when the current snapshot is older than the max age while its
+        renewal is in flight (the caller answers per request instead of waiting for it)."""
+        return await self._snapshot(
+            key, plan, family=family, timeout_seconds=timeout_seconds, wait_when_late=False
+        )
+
+    async def _snapshot(
+        self,
+        key: Hashable,
+        plan: Callable[[], BatchPlan],
+        *,
+        family: Hashable,
+        timeout_seconds: float | None,
+        wait_when_late: bool,
+    ) -> Snapshot | None:
         now = self._clock.monotonic()
         batch = self._batches.get(key)
         if batch is None:
@@ -293,6 +347,14 @@ class Batcher:
                 if age > max_age - lead:
                     self._refresh_in_background(key, batch, family, timeout_seconds)
                 return current
+            # a renewal sent while the snapshot was still young is late: answer per request;
+            # an evaluation sent after it expired (the batch was idle) is waited for
+            if (
+                not wait_when_late
+                and batch.evaluating
+                and batch.started <= current.sent_monotonic + max_age
+            ):
+                return None
         snapshot, _ = await self._flight.do(
             key,
             lambda: self._evaluate(key, batch, family, timeout_seconds),
@@ -340,6 +402,7 @@ class Batcher:
         sent = self._clock.monotonic()
         evaluated = self._clock.now().timestamp()
         batch.evaluating = True
+        batch.started = sent
         try:
             values, freshness, groups, count = await self._indexed(plan, evaluated, timeout_seconds)
         except MetricFetchError:
@@ -354,11 +417,9 @@ class Batcher:
         if latest is None or latest.sent_monotonic <= sent:
             batch.snapshot = snapshot
         limit = self.settings.max_series
-        if limit is not None and plan.namespace_label is not None:
-            series = count // 2 if plan.probed else count
-            if series > limit:
-                log.info("batch_per_namespace", api=self._api, series=series, max_series=limit)
-                self.too_large.add(family)
+        if limit is not None and plan.namespace_label is not None and count > limit:
+            log.info("batch_per_namespace", api=self._api, series=count, max_series=limit)
+            self.too_large.add(family)
         return snapshot
 
     async def _indexed(
@@ -370,20 +431,21 @@ class Batcher:
         int,
     ]:
         """The plan's answer at ``evaluated``: its values, freshness and groups by namespace
-        then object name, and its number of samples."""
-        result = await run_instant(
+        then object name, and its number of value samples. With a probe, the value query and the
+        probe go as two concurrent queries at the same evaluation time."""
+        result, probed = await run_with_probe(
             self._querier,
             plan.query,
+            probe=plan.probe,
             time_seconds=evaluated,
             timeout_seconds=timeout_seconds,
             in_parts=True,
         )
-        tail = vector_samples(result)
         values: dict[str, dict[str, Point]] = {}
-        probed = plan.probed and not plan.grouped
-        freshness: dict[str, dict[str, Aged]] | None = {} if probed else None
+        freshness: dict[str, dict[str, Aged]] | None = None
+        if plan.probed and not plan.grouped:
+            freshness = {}
         lists: dict[str, dict[str, list[Sample]]] = {}
-        count = 0
 
         def add(samples: Sequence[Sample]) -> None:
             if plan.grouped:
@@ -391,21 +453,11 @@ class Batcher:
             else:
                 index_into(plan, samples, values, freshness)
 
-        # a slice at a time, each decoding the part it indexes (so the samples of one part only
-        # ever live at once): a large answer must not stall the requests served meanwhile
-        for part in result.parts:
-            with collector_paused():
-                samples = part_samples(part)
-                count += len(samples)
-                add(samples)
-                del samples
-            await between_slices()
-        for start in range(0, len(tail), SLICE_SAMPLES):
-            if start:
-                await between_slices()
-            with collector_paused():
-                add(tail[start : start + SLICE_SAMPLES])
-        count += len(tail)
+        count = await _sliced(result, add)
+        if probed is not None and not plan.grouped:
+            fresh: dict[str, dict[str, Aged]] = {}
+            await _sliced(probed, lambda samples: freshness_into(plan, samples, fresh))
+            freshness = fresh
         groups = _frozen_groups(lists) if plan.grouped else None
         return values, freshness, groups, count
 
@@ -418,3 +470,24 @@ class Batcher:
         ``per_request_selector`` when it fell back (the rule or the selector cannot batch)."""
         if self._metrics is not None:
             self._metrics.batch_requests.labels(self._api, path).inc()
+
+
+async def _sliced(result: InstantResult, add: Callable[[Sequence[Sample]], None]) -> int:
+    """Feed ``add`` the samples of ``result`` a slice at a time, each part decoded when it is
+    indexed (so the samples of one part only ever live at once): a large answer must not stall
+    the requests served meanwhile. Returns the number of samples."""
+    tail = vector_samples(result)
+    count = 0
+    for part in result.parts:
+        with collector_paused():
+            samples = part_samples(part)
+            count += len(samples)
+            add(samples)
+            del samples
+        await between_slices()
+    for start in range(0, len(tail), SLICE_SAMPLES):
+        if start:
+            await between_slices()
+        with collector_paused():
+            add(tail[start : start + SLICE_SAMPLES])
+    return count + len(tail)

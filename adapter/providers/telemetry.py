@@ -59,7 +59,8 @@ class ProviderMetrics:
         self.batch_requests = Counter(
             "prometheus_adapter_batch_requests_total",
             "Requests by how they were answered: snapshot, or per_request_rule / "
-            "per_request_selector when the rule or the metric selector cannot be batched.",
+            "per_request_selector when the rule or the metric selector cannot be batched, "
+            "per_request_late when the snapshot expired while its renewal was in flight.",
             ["api", "path"],
             registry=registry,
         )

@@ -256,3 +256,129 @@ async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None
     assert snapshot.series == 20_000
     assert snapshot.values == index_answer(PLAN, samples)[0]
     assert snapshot.values_in("ns-1")["p-19999"] == (100.0, "1")
+
+
+async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_is() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+
+    async def unless_late() -> object:
+        return await batcher.snapshot_unless_late(
+            "k", lambda: PLAN, family="k", timeout_seconds=None
+        )
+
+    first = await unless_late()
+    querier.gate = asyncio.Event()  # the renewal hangs
+    await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
+    assert await unless_late() is first  # young: served, the renewal starts behind it
+    await clock.settle()
+    assert len(querier.queries) == 2
+    await clock.advance(2.0)  # past the max age, the renewal still in flight: late
+    assert await unless_late() is None
+    waiting = asyncio.create_task(
+        batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    )
+    await clock.settle()
+    assert not waiting.done()  # ``snapshot`` waits for the late renewal
+    querier.gate.set()
+    renewed = await waiting
+    assert renewed is not first
+    assert await unless_late() is renewed
+    assert len(querier.queries) == 2
+
+    # idle past the max age with nothing in flight: the next request waits for a new
+    # evaluation, and so does a request arriving while it runs (it was not late, only idle)
+    querier.gate = asyncio.Event()
+    await clock.advance(8.0)
+    idle = [asyncio.create_task(unless_late()) for _ in range(2)]
+    await clock.settle()
+    assert len(querier.queries) == 3
+    assert not any(task.done() for task in idle)
+    querier.gate.set()
+    after_idle = await asyncio.gather(*idle)
+    assert after_idle[0] is after_idle[1] is not None
+
+
+async def test_the_probe_goes_as_its_own_query_at_the_evaluation_time() -> None:
+    probe = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
+    plan = BatchPlan(
+        'sum(x{namespace!=""}) by (namespace,pod)',
+        False,
+        resource_label="pod",
+        namespace_label="namespace",
+        namespace=None,
+        probe=probe,
+    )
+
+    class PerQuery(ScriptedQuerier):
+        async def query(
+            self,
+            query: str,
+            *,
+            time_seconds: float | None = None,
+            timeout_seconds: float | None = None,
+            in_parts: bool = False,
+        ) -> InstantResult:
+            self.queries.append((query, time_seconds))
+            if query == probe:  # the newest raw sample at 95 s, evaluated at 100 s
+                samples = [Sample(s.labels, 100.0, "95") for s in self.samples]
+                return InstantResult("vector", tuple(samples), ())
+            return InstantResult("vector", self.samples, ())
+
+    querier = PerQuery(_samples(3, value="7"))
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    snapshot = await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
+    assert sorted(query for query, _ in querier.queries) == sorted([plan.query, probe])
+    assert {at for _, at in querier.queries} == {clock.now().timestamp()}
+    assert snapshot.values_in("ns-0")["p-2"] == (100.0, "7")
+    assert snapshot.freshness_in("ns-0") == {"p-0": (95.0, 5.0), "p-2": (95.0, 5.0)}
+    assert snapshot.series == 3
+
+
+async def test_the_provider_answers_per_request_while_a_renewal_is_late() -> None:
+    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    metrics = ProviderMetrics(registry)
+    mapper = StaticRESTMapper.builtin()
+    relister = MetricRelister(
+        querier,
+        custom_namers=namers_from_config(load_rules(RULES, source="t").rules, mapper),
+        mapper=mapper,
+        clock=clock,
+        metrics=metrics,
+    )
+    await relister.relist()
+    provider = CustomMetricsProvider(
+        querier,
+        relister,
+        pod_lister=FakePodLister({"web": {"p-0": {}}}),
+        settings=ValueSettings(max_sample_age_seconds=None),
+        clock=clock,
+        metrics=metrics,
+        batching=BatchSettings(),
+    )
+    info = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+    assert (await provider.get_metric_by_name(info, "p-0", namespace="web")).value_milli == 2000
+    querier.gate = asyncio.Event()
+    await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
+    renewal = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
+    await clock.settle()
+    assert renewal.done()  # served from the snapshot; its renewal now hangs
+    await clock.advance(2.0)
+    late = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
+    await clock.settle()
+    sent = [query for query, _ in querier.queries]
+    assert 'pod="p-0"' in sent[-1]  # the request's own query, not the batch's
+    querier.gate.set()
+    assert (await late).value_milli == 2000
+    assert (
+        registry.get_sample_value(
+            "prometheus_adapter_batch_requests_total",
+            {"api": "custom", "path": "per_request_late"},
+        )
+        == 1
+    )
+    await provider.wait_for_renewals()
