@@ -15,8 +15,11 @@ batch) and is answered from the current snapshot. A request that finds no snapsh
 than ``max_age_seconds`` with no evaluation in flight, waits for a new evaluation
 (``SingleFlight``: concurrent requests share one query). A request that finds the snapshot older
 than ``max_age_seconds`` while its renewal is still in flight (the renewal is *late*) does not
-wait: ``snapshot_unless_late`` returns None and the caller answers it per request, counted
-(``per_request_late``), so a slow evaluation never holds requests back. A batch that nobody asks
+wait for it (``snapshot_unless_late``): it is answered from that snapshot while it is younger
+than ``LATE_LIMIT`` times the max age (counted as ``snapshot_late``), else the caller answers it
+per request (``per_request_late``). A per-request query sent while Prometheus evaluates the
+batch waits behind that evaluation (at 100,000 objects it took as long as the renewal), so the
+snapshot is the answer that does not hold requests back. A batch that nobody asks
 for is never re-evaluated: evaluation is driven by requests only, so a rule stops costing
 anything one interval after its last request, and its snapshot is dropped after
 ``IDLE_INTERVALS`` intervals without a request (or when the metric index is relisted).
@@ -62,6 +65,8 @@ REFRESH_AHEAD = 0.75
 """A snapshot older than this fraction of the max age is re-evaluated in the background."""
 IDLE_INTERVALS = 4
 """A batch without requests for this many max-age intervals is forgotten."""
+LATE_LIMIT = 2.0
+"""While a renewal is late, its snapshot is still served until it is this many max ages old."""
 
 
 @dataclass(frozen=True)
@@ -315,8 +320,10 @@ class Batcher:
         family: Hashable,
         timeout_seconds: float | None,
     ) -> Snapshot | None:
-        """``snapshot``, or None when the current snapshot is older than the max age while its
-        renewal is in flight (the caller answers per request instead of waiting for it)."""
+        """``snapshot``, except while the current snapshot's renewal is late (the snapshot is
+        older than the max age, its renewal in flight): that snapshot while it is younger than
+        ``LATE_LIMIT`` max ages, else None (the caller answers per request). Counts the answers
+        it gives (``snapshot``, ``snapshot_late``)."""
         return await self._snapshot(
             key, plan, family=family, timeout_seconds=timeout_seconds, wait_when_late=False
         )
@@ -346,20 +353,27 @@ class Batcher:
                 lead = max((1 - REFRESH_AHEAD) * max_age, 2 * batch.last_duration)
                 if age > max_age - lead:
                     self._refresh_in_background(key, batch, family, timeout_seconds)
+                if not wait_when_late:
+                    self.count_answer("snapshot")
                 return current
-            # a renewal sent while the snapshot was still young is late: answer per request;
-            # an evaluation sent after it expired (the batch was idle) is waited for
+            # a renewal sent while the snapshot was still young is late: not waited for; an
+            # evaluation sent after it expired (the batch was idle) is
             if (
                 not wait_when_late
                 and batch.evaluating
                 and batch.started <= current.sent_monotonic + max_age
             ):
+                if age <= LATE_LIMIT * max_age:
+                    self.count_answer("snapshot_late")
+                    return current
                 return None
         snapshot, _ = await self._flight.do(
             key,
             lambda: self._evaluate(key, batch, family, timeout_seconds),
             name=f"batched evaluation ({self._api})",
         )
+        if not wait_when_late:
+            self.count_answer("snapshot")
         return snapshot
 
     # ------------------------------------------------------------------ internals

@@ -519,8 +519,8 @@ class CustomMetricsProvider:
         namespace: str | None,
         timeout_seconds: float | None,
     ) -> dict[str, _Judged] | None:
-        """Each name's value from the batch's snapshot, or None when its renewal is late (the
-        request is then answered per request)."""
+        """Each name's value from the batch's snapshot, or None when its renewal is late past
+        ``LATE_LIMIT`` (the request is then answered per request)."""
         family = (plan.info, plan.requirements)
         scope = namespace if plan.info.namespaced and family in batcher.too_large else None
         key = (family, scope)
@@ -537,7 +537,6 @@ class CustomMetricsProvider:
             ) from exc
         if snapshot is None:
             return None
-        batcher.count_answer("snapshot")
         judged, _ = self._judge(
             plan,
             names,

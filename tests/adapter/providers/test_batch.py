@@ -25,6 +25,7 @@ from adapter.providers import (
 )
 from adapter.providers.batch import (
     IDLE_INTERVALS,
+    LATE_LIMIT,
     REFRESH_AHEAD,
     Batcher,
     BatchPlan,
@@ -261,7 +262,19 @@ async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None
 async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_is() -> None:
     querier = ScriptedQuerier(_samples(2))
     clock = FakeClock()
-    batcher = _batcher(querier, clock)
+    registry = CollectorRegistry()
+    batcher = Batcher(
+        querier,
+        settings=BatchSettings(max_age_seconds=7.5),
+        clock=clock,
+        api="custom",
+        metrics=ProviderMetrics(registry),
+    )
+
+    def answered(path: str) -> float | None:
+        return registry.get_sample_value(
+            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
+        )
 
     async def unless_late() -> object:
         return await batcher.snapshot_unless_late(
@@ -275,7 +288,11 @@ async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_i
     await clock.settle()
     assert len(querier.queries) == 2
     await clock.advance(2.0)  # past the max age, the renewal still in flight: late
+    assert await unless_late() is first  # served, not waited for
+    assert answered("snapshot_late") == 1
+    await clock.advance((LATE_LIMIT - 1) * 7.5)  # past LATE_LIMIT max ages: not served at all
     assert await unless_late() is None
+    assert answered("snapshot_late") == 1
     waiting = asyncio.create_task(
         batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
     )
@@ -284,8 +301,7 @@ async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_i
     querier.gate.set()
     renewed = await waiting
     assert renewed is not first
-    assert await unless_late() is renewed
-    assert len(querier.queries) == 2
+    assert len(querier.queries) == 2  # the late renewal's answer, not a new query
 
     # idle past the max age with nothing in flight: the next request waits for a new
     # evaluation, and so does a request arriving while it runs (it was not late, only idle)
@@ -337,7 +353,7 @@ async def test_the_probe_goes_as_its_own_query_at_the_evaluation_time() -> None:
     assert snapshot.series == 3
 
 
-async def test_the_provider_answers_per_request_while_a_renewal_is_late() -> None:
+async def test_the_provider_answers_from_the_snapshot_then_per_request_while_late() -> None:
     querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
     clock = FakeClock()
     registry = CollectorRegistry()
@@ -367,7 +383,9 @@ async def test_the_provider_answers_per_request_while_a_renewal_is_late() -> Non
     renewal = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
     await clock.settle()
     assert renewal.done()  # served from the snapshot; its renewal now hangs
-    await clock.advance(2.0)
+    await clock.advance(2.0)  # late: still answered from the snapshot
+    assert (await provider.get_metric_by_name(info, "p-0", namespace="web")).value_milli == 2000
+    await clock.advance(LATE_LIMIT * 7.5)  # too late: answered per request
     late = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
     await clock.settle()
     sent = [query for query, _ in querier.queries]
@@ -378,6 +396,12 @@ async def test_the_provider_answers_per_request_while_a_renewal_is_late() -> Non
         registry.get_sample_value(
             "prometheus_adapter_batch_requests_total",
             {"api": "custom", "path": "per_request_late"},
+        )
+        == 1
+    )
+    assert (
+        registry.get_sample_value(
+            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": "snapshot_late"}
         )
         == 1
     )
