@@ -46,11 +46,13 @@ PLAN = BatchPlan(
 
 
 class ScriptedQuerier(InstantOnlyQuerier):
-    """A ``PrometheusQuerier`` answering every instant query with ``samples``; each query
-    waits for ``gate`` when one is set (to hold an evaluation in flight)."""
+    """A ``PrometheusQuerier`` answering every instant query with ``samples`` (or the query's
+    own entry of ``answers``); each query waits for ``gate`` when one is set (to hold an
+    evaluation in flight)."""
 
     def __init__(self, samples: Sequence[Sample]) -> None:
         self.samples = tuple(samples)
+        self.answers: dict[str, tuple[Sample, ...]] = {}
         self.queries: list[tuple[str, float | None]] = []
         self.gate: asyncio.Event | None = None
         self.parts: tuple[bytes, ...] = ()
@@ -66,6 +68,8 @@ class ScriptedQuerier(InstantOnlyQuerier):
         self.queries.append((query, time_seconds))
         if self.gate is not None:
             await self.gate.wait()
+        if query in self.answers:
+            return InstantResult("vector", self.answers[query], ())
         return InstantResult("vector", self.samples, self.parts)
 
     async def series(
@@ -193,10 +197,10 @@ rules:
 """
 
 
-async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> None:
-    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
-    clock = FakeClock()
-    registry = CollectorRegistry()
+async def _provider(
+    querier: ScriptedQuerier, clock: FakeClock, registry: CollectorRegistry
+) -> CustomMetricsProvider:
+    """A batching provider of ``RULES`` (no staleness probe) for pod ``web/p-0``."""
     metrics = ProviderMetrics(registry)
     mapper = StaticRESTMapper.builtin()
     relister = MetricRelister(
@@ -208,7 +212,7 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
     )
     index: MetricIndex = await relister.relist()
     assert index.custom.info
-    provider = CustomMetricsProvider(
+    return CustomMetricsProvider(
         querier,
         relister,
         pod_lister=FakePodLister({"web": {"p-0": {}}}),
@@ -217,21 +221,31 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
         metrics=metrics,
         batching=BatchSettings(),
     )
-    info = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+
+
+def _answered(registry: CollectorRegistry, path: str) -> float | None:
+    """``prometheus_adapter_batch_requests_total`` of the custom API for ``path``."""
+    return registry.get_sample_value(
+        "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
+    )
+
+
+X_P0 = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+
+
+async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> None:
+    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
+    registry = CollectorRegistry()
+    provider = await _provider(querier, FakeClock(), registry)
+    info = X_P0
     for _ in range(3):
         value = await provider.get_metric_by_name(info, "p-0", namespace="web")
         assert value.value_milli == 2000
     batched = [query for query, _ in querier.queries if "by (namespace,pod)" in query]
     assert len(batched) == 1
     await provider.get_metric_by_name(info, "p-0", namespace="web", metric_selector="pod=p-0")
-
-    def count(path: str) -> float | None:
-        return registry.get_sample_value(
-            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
-        )
-
-    assert count("snapshot") == 3
-    assert count("per_request_selector") == 1
+    assert _answered(registry, "snapshot") == 3
+    assert _answered(registry, "per_request_selector") == 1
 
 
 async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
@@ -272,9 +286,7 @@ async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_i
     )
 
     def answered(path: str) -> float | None:
-        return registry.get_sample_value(
-            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
-        )
+        return _answered(registry, path)
 
     async def unless_late() -> object:
         return await batcher.snapshot_unless_late(
@@ -326,23 +338,9 @@ async def test_the_probe_goes_as_its_own_query_at_the_evaluation_time() -> None:
         namespace=None,
         probe=probe,
     )
-
-    class PerQuery(ScriptedQuerier):
-        async def query(
-            self,
-            query: str,
-            *,
-            time_seconds: float | None = None,
-            timeout_seconds: float | None = None,
-            in_parts: bool = False,
-        ) -> InstantResult:
-            self.queries.append((query, time_seconds))
-            if query == probe:  # the newest raw sample at 95 s, evaluated at 100 s
-                samples = [Sample(s.labels, 100.0, "95") for s in self.samples]
-                return InstantResult("vector", tuple(samples), ())
-            return InstantResult("vector", self.samples, ())
-
-    querier = PerQuery(_samples(3, value="7"))
+    querier = ScriptedQuerier(_samples(3, value="7"))
+    # the newest raw sample at 95 s, evaluated at 100 s
+    querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
     clock = FakeClock()
     batcher = _batcher(querier, clock)
     snapshot = await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
@@ -357,26 +355,8 @@ async def test_the_provider_answers_from_the_snapshot_then_per_request_while_lat
     querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
     clock = FakeClock()
     registry = CollectorRegistry()
-    metrics = ProviderMetrics(registry)
-    mapper = StaticRESTMapper.builtin()
-    relister = MetricRelister(
-        querier,
-        custom_namers=namers_from_config(load_rules(RULES, source="t").rules, mapper),
-        mapper=mapper,
-        clock=clock,
-        metrics=metrics,
-    )
-    await relister.relist()
-    provider = CustomMetricsProvider(
-        querier,
-        relister,
-        pod_lister=FakePodLister({"web": {"p-0": {}}}),
-        settings=ValueSettings(max_sample_age_seconds=None),
-        clock=clock,
-        metrics=metrics,
-        batching=BatchSettings(),
-    )
-    info = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+    provider = await _provider(querier, clock, registry)
+    info = X_P0
     assert (await provider.get_metric_by_name(info, "p-0", namespace="web")).value_milli == 2000
     querier.gate = asyncio.Event()
     await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
@@ -392,17 +372,6 @@ async def test_the_provider_answers_from_the_snapshot_then_per_request_while_lat
     assert 'pod="p-0"' in sent[-1]  # the request's own query, not the batch's
     querier.gate.set()
     assert (await late).value_milli == 2000
-    assert (
-        registry.get_sample_value(
-            "prometheus_adapter_batch_requests_total",
-            {"api": "custom", "path": "per_request_late"},
-        )
-        == 1
-    )
-    assert (
-        registry.get_sample_value(
-            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": "snapshot_late"}
-        )
-        == 1
-    )
+    assert _answered(registry, "per_request_late") == 1
+    assert _answered(registry, "snapshot_late") == 1
     await provider.wait_for_renewals()
