@@ -27,7 +27,8 @@ Phases:
 1. **per request** (``--batch-max-age=0s``): ``--per-request-rate`` requests/s for
    ``--per-request-seconds``; Prometheus CPU seconds per query, times the fleet's query rate
    (HPAs / period) gives the cores Prometheus would spend for the whole fleet;
-2. **batched** (``--batch-max-age=7.5s``, half the HPA sync period): ``--rate`` requests/s
+2. **batched** (``--batch-max-age=7.5s``, half the HPA sync period, and
+   ``--staleness-probe-reuse`` from ``--probe-reuse``, default 15 s): ``--rate`` requests/s
    (default 1,000)
    for ``--seconds``: latency p50/p99, errors, adapter CPU, and Prometheus CPU in cores above its
    idle rate (measured just before);
@@ -477,7 +478,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
                 rules=RULES,
                 kube_url=kube_url,
                 prometheus_url=prometheus.url,
-                extra=["--batch-max-age=7.5s"],
+                extra=["--batch-max-age=7.5s", f"--staleness-probe-reuse={args.probe_reuse}"],
             )
             requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
             try:
@@ -656,6 +657,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--per-request-rate", type=float, default=100.0)
     group.add_argument("--per-request-seconds", type=float, default=20.0)
     group.add_argument("--discovery-rate", type=float, default=100.0)
+    group.add_argument(
+        "--probe-reuse",
+        default="15s",
+        help="the batched adapter's --staleness-probe-reuse: renewals within it reuse a probe "
+        "that proved every value fresh (default 15s, one HPA sync period; 0s: a probe with "
+        "every evaluation)",
+    )
     group.add_argument(
         "--window", type=int, default=1200, help="seconds of samples after the start"
     )

@@ -28,7 +28,11 @@ The staleness probe, when configured, is batched the same way and sent as a seco
 same evaluation time, concurrently with the value query (``run_with_probe``), not merged with it
 as per request: at 100,000 objects the ``label_replace(...) or label_replace(...)`` of the
 merged form cost Prometheus (2.42) about 0.85 CPU-seconds more than the two queries alone; see
-docs/adapter-values.md, "Batched evaluation".
+docs/adapter-values.md, "Batched evaluation". A probe answer that proved every value of its
+evaluation fresh is kept and reused by the batch's renewals within ``probe_reuse_seconds`` of
+sending it (``--staleness-probe-reuse``, as per request): those send the value query alone, and
+when the kept probe cannot vouch for a value, the probe at the same evaluation time, whose
+answer then decides.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from adapter.providers.evaluation import (
     Point,
     age_of,
     part_samples,
+    run_instant,
     run_with_probe,
     vector_samples,
 )
@@ -251,6 +256,9 @@ class _Batch:
     evaluating: bool = False
     started: float = 0.0
     """When the evaluation in flight (or the last one) was sent (adapter monotonic time)."""
+    kept_probe: tuple[float, Mapping[str, Mapping[str, Aged]]] | None = None
+    """The newest probe answer that proved every value of its evaluation fresh, with when it
+    was sent (adapter monotonic time): reused within ``probe_reuse_seconds``."""
     last_duration: float = 0.0
     """Seconds the last successful evaluation took (adapter monotonic time)."""
 
@@ -268,8 +276,15 @@ class Batcher:
         clock: Clock,
         api: str,
         metrics: ProviderMetrics | None = None,
+        max_sample_age_seconds: float | None = None,
+        probe_reuse_seconds: float = 0.0,
     ) -> None:
+        """max_sample_age_seconds, probe_reuse_seconds: the staleness bound a kept probe must
+        prove every value within, and how long it is reused (``ValueSettings``; 0: a probe with
+        every evaluation that has one)."""
         self._querier = querier
+        self._max_sample_age = max_sample_age_seconds
+        self._probe_reuse = probe_reuse_seconds
         self.settings = settings
         self._clock = clock
         self._api = api
@@ -418,7 +433,9 @@ class Batcher:
         batch.evaluating = True
         batch.started = sent
         try:
-            values, freshness, groups, count = await self._indexed(plan, evaluated, timeout_seconds)
+            values, freshness, groups, count = await self._indexed(
+                plan, evaluated, timeout_seconds, batch=batch, sent=sent
+            )
         except MetricFetchError:
             self._count_evaluation("error")
             raise
@@ -437,24 +454,47 @@ class Batcher:
         return snapshot
 
     async def _indexed(
-        self, plan: BatchPlan, evaluated: float, timeout_seconds: float | None
+        self,
+        plan: BatchPlan,
+        evaluated: float,
+        timeout_seconds: float | None,
+        *,
+        batch: _Batch,
+        sent: float,
     ) -> tuple[
         dict[str, dict[str, Point]],
-        dict[str, dict[str, Aged]] | None,
+        Mapping[str, Mapping[str, Aged]] | None,
         dict[str, dict[str, tuple[Sample, ...]]] | None,
         int,
     ]:
         """The plan's answer at ``evaluated``: its values, freshness and groups by namespace
         then object name, and its number of value samples. With a probe, the value query and the
-        probe go as two concurrent queries at the same evaluation time."""
-        result, probed = await run_with_probe(
-            self._querier,
-            plan.query,
-            probe=plan.probe,
-            time_seconds=evaluated,
-            timeout_seconds=timeout_seconds,
-            in_parts=True,
-        )
+        probe go as two concurrent queries at the same evaluation time, or the value query alone
+        when the batch's kept probe (``_Batch.kept_probe``) is young enough, followed by the
+        probe at the same evaluation time when the kept one cannot vouch for every value."""
+        probe = plan.probe if not plan.grouped else None
+        kept = batch.kept_probe
+        reused: Mapping[str, Mapping[str, Aged]] | None = None
+        if probe is not None and kept is not None and sent - kept[0] <= self._probe_reuse:
+            reused = kept[1]
+        if reused is None:
+            result, probed = await run_with_probe(
+                self._querier,
+                plan.query,
+                probe=probe,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+        else:
+            result = await run_instant(
+                self._querier,
+                plan.query,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+            probed = None
         values: dict[str, dict[str, Point]] = {}
         freshness: dict[str, dict[str, Aged]] | None = None
         if plan.probed and not plan.grouped:
@@ -468,12 +508,41 @@ class Batcher:
                 index_into(plan, samples, values, freshness)
 
         count = await _sliced(result, add)
-        if probed is not None and not plan.grouped:
+        if reused is not None and probe is not None:
+            if self._proves(values, reused):
+                return values, reused, None, count
+            # a value the kept probe cannot vouch for: the probe decides, as without reuse
+            probed = await run_instant(
+                self._querier,
+                probe,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+        if probed is not None and probe is not None:
             fresh: dict[str, dict[str, Aged]] = {}
             await _sliced(probed, lambda samples: freshness_into(plan, samples, fresh))
-            freshness = fresh
+            if batch.kept_probe is None or batch.kept_probe[0] <= sent:
+                batch.kept_probe = (sent, fresh) if self._proves(values, fresh) else None
+            return values, fresh, None, count
         groups = _frozen_groups(lists) if plan.grouped else None
         return values, freshness, groups, count
+
+    def _proves(
+        self, values: Mapping[str, Mapping[str, Point]], freshness: Mapping[str, Mapping[str, Aged]]
+    ) -> bool:
+        """Whether ``freshness`` shows every value's newest raw sample within the staleness
+        bound at the value's evaluation time (the newest sample can only be newer)."""
+        bound = self._max_sample_age
+        if bound is None:
+            return False
+        for namespace, points in values.items():
+            known = freshness.get(namespace, _EMPTY_FRESHNESS)
+            for name, (timestamp_seconds, _) in points.items():
+                fresh = known.get(name)
+                if fresh is None or timestamp_seconds - fresh[0] > bound:
+                    return False
+        return True
 
     def _count_evaluation(self, result: str) -> None:
         if self._metrics is not None:

@@ -216,7 +216,13 @@ class CustomMetricsProvider:
         self.batcher: Batcher | None = None
         if batching is not None and batching.enabled:
             self.batcher = Batcher(
-                querier, settings=batching, clock=self._clock, api="custom", metrics=metrics
+                querier,
+                settings=batching,
+                clock=self._clock,
+                api="custom",
+                metrics=metrics,
+                max_sample_age_seconds=self.settings.max_sample_age_seconds,
+                probe_reuse_seconds=self.settings.probe_reuse_seconds,
             )
 
     async def wait_for_renewals(self) -> None:

@@ -29,6 +29,7 @@ from adapter.providers.batch import (
     REFRESH_AHEAD,
     Batcher,
     BatchPlan,
+    Snapshot,
     index_answer,
 )
 from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
@@ -375,3 +376,59 @@ async def test_the_provider_answers_from_the_snapshot_then_per_request_while_lat
     assert _answered(registry, "per_request_late") == 1
     assert _answered(registry, "snapshot_late") == 1
     await provider.wait_for_renewals()
+
+
+async def test_renewals_reuse_a_probe_that_proved_every_value_fresh() -> None:
+    probe = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
+    plan = BatchPlan(
+        'sum(x{namespace!=""}) by (namespace,pod)',
+        False,
+        resource_label="pod",
+        namespace_label="namespace",
+        namespace=None,
+        probe=probe,
+    )
+    querier = ScriptedQuerier(_samples(3))  # values evaluated at 100 s
+    querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
+    clock = FakeClock()
+    batcher = Batcher(
+        querier,
+        settings=BatchSettings(max_age_seconds=7.5),
+        clock=clock,
+        api="custom",
+        max_sample_age_seconds=60.0,
+        probe_reuse_seconds=20.0,
+    )
+
+    async def ask() -> Snapshot:
+        return await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
+
+    def sent() -> list[str]:
+        return [query for query, _ in querier.queries]
+
+    first = await ask()
+    assert sorted(sent()) == sorted([plan.query, probe])
+    await clock.advance(7.6)
+    renewed = await ask()  # within the reuse window: the value query alone, the kept probe
+    assert sent()[2:] == [plan.query]
+    assert renewed.freshness is first.freshness
+    assert renewed.freshness_in("ns-1") == {"p-1": (95.0, 5.0)}
+
+    # a value the kept probe cannot vouch for (evaluated 65 s after the newest sample it saw):
+    # the probe at the same evaluation time decides, and a probe finding it stale is not kept
+    querier.samples = tuple(Sample(s.labels, 160.0, "1") for s in querier.samples)
+    await clock.advance(7.6)
+    await ask()
+    assert sent()[3:] == [plan.query, probe]
+    assert {at for _, at in querier.queries[3:]} == {clock.now().timestamp()}
+    await clock.advance(7.6)
+    await ask()
+    assert sorted(sent()[5:]) == sorted([plan.query, probe])  # nothing kept: both again
+
+    # a kept probe older than the reuse window is not reused
+    querier.samples = tuple(Sample(s.labels, 100.0, "1") for s in querier.samples)
+    await clock.advance(7.6)
+    await ask()  # both again (the last probe proved nothing); this one proves every value
+    await clock.advance(20.1)
+    await ask()
+    assert sorted(sent()[9:]) == sorted([plan.query, probe])
