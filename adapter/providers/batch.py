@@ -70,6 +70,9 @@ REFRESH_AHEAD = 0.75
 """A snapshot older than this fraction of the max age is re-evaluated in the background."""
 IDLE_INTERVALS = 4
 """A batch without requests for this many max-age intervals is forgotten."""
+DURATION_DECAY = 0.8
+"""The evaluation duration the renewal lead is based on: the last one, or this fraction of the
+one it was based on before when that is longer (a slow evaluation counts for a few renewals)."""
 LATE_LIMIT = 2.0
 """While a renewal is late, its snapshot is still served until it is this many max ages old."""
 
@@ -260,7 +263,8 @@ class _Batch:
     """The newest probe answer that proved every value of its evaluation fresh, with when it
     was sent (adapter monotonic time): reused within ``probe_reuse_seconds``."""
     last_duration: float = 0.0
-    """Seconds the last successful evaluation took (adapter monotonic time)."""
+    """Seconds the renewal lead is based on: the last successful evaluation's duration, or
+    ``DURATION_DECAY`` of the figure before when that is longer."""
 
 
 class Batcher:
@@ -442,7 +446,11 @@ class Batcher:
         finally:
             batch.evaluating = False
         self._count_evaluation("success")
-        batch.last_duration = self._clock.monotonic() - sent
+        # the slowest of the recent evaluations: with a kept probe most renewals send the value
+        # query alone, and the lead must also cover the next one that probes again
+        batch.last_duration = max(
+            self._clock.monotonic() - sent, DURATION_DECAY * batch.last_duration
+        )
         snapshot = Snapshot(sent, evaluated, values, freshness, count, groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:

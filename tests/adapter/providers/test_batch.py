@@ -432,3 +432,24 @@ async def test_renewals_reuse_a_probe_that_proved_every_value_fresh() -> None:
     await clock.advance(20.1)
     await ask()
     assert sorted(sent()[9:]) == sorted([plan.query, probe])
+
+
+async def test_a_slow_evaluation_keeps_renewals_early_for_a_few_fast_ones() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    querier.gate = asyncio.Event()
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+
+    async def ask() -> Snapshot:
+        return await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+
+    first = asyncio.create_task(ask())
+    await clock.advance(3.0)  # a slow evaluation (3 s)
+    querier.gate.set()
+    await first
+    await clock.advance(7.6)
+    await ask()  # a fast one (0 s): the lead is still based on 0.8 x 3 s, not on 0 s
+    await clock.advance(7.5 - 2 * 0.8 * 3.0 + 0.1)
+    await ask()
+    await batcher.wait_for_refreshes()
+    assert len(querier.queries) == 3  # renewed at 2.8 s, before REFRESH_AHEAD of the max age
