@@ -45,6 +45,16 @@ PLAN = BatchPlan(
     namespace=None,
 )
 
+PROBE = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
+PROBED_PLAN = BatchPlan(
+    'sum(x{namespace!=""}) by (namespace,pod)',
+    False,
+    resource_label="pod",
+    namespace_label="namespace",
+    namespace=None,
+    probe=PROBE,
+)
+
 
 class ScriptedQuerier(InstantOnlyQuerier):
     """A ``PrometheusQuerier`` answering every instant query with ``samples`` (or the query's
@@ -90,12 +100,24 @@ def _samples(count: int, value: str = "1") -> list[Sample]:
     ]
 
 
-def _batcher(querier: ScriptedQuerier, clock: FakeClock, **settings: float) -> Batcher:
+def _batcher(
+    querier: ScriptedQuerier,
+    clock: FakeClock,
+    *,
+    max_series: int | None = None,
+    metrics: ProviderMetrics | None = None,
+    max_sample_age_seconds: float | None = None,
+    probe_reuse_seconds: float = 0.0,
+) -> Batcher:
+    """A batcher with a 7.5 s max age."""
     return Batcher(
         querier,
-        settings=BatchSettings(max_age_seconds=7.5, **settings),  # type: ignore[arg-type]
+        settings=BatchSettings(max_age_seconds=7.5, max_series=max_series),
         clock=clock,
         api="custom",
+        metrics=metrics,
+        max_sample_age_seconds=max_sample_age_seconds,
+        probe_reuse_seconds=probe_reuse_seconds,
     )
 
 
@@ -278,13 +300,7 @@ async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_i
     querier = ScriptedQuerier(_samples(2))
     clock = FakeClock()
     registry = CollectorRegistry()
-    batcher = Batcher(
-        querier,
-        settings=BatchSettings(max_age_seconds=7.5),
-        clock=clock,
-        api="custom",
-        metrics=ProviderMetrics(registry),
-    )
+    batcher = _batcher(querier, clock, metrics=ProviderMetrics(registry))
 
     def answered(path: str) -> float | None:
         return _answered(registry, path)
@@ -330,15 +346,7 @@ async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_i
 
 
 async def test_the_probe_goes_as_its_own_query_at_the_evaluation_time() -> None:
-    probe = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
-    plan = BatchPlan(
-        'sum(x{namespace!=""}) by (namespace,pod)',
-        False,
-        resource_label="pod",
-        namespace_label="namespace",
-        namespace=None,
-        probe=probe,
-    )
+    probe, plan = PROBE, PROBED_PLAN
     querier = ScriptedQuerier(_samples(3, value="7"))
     # the newest raw sample at 95 s, evaluated at 100 s
     querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
@@ -379,26 +387,11 @@ async def test_the_provider_answers_from_the_snapshot_then_per_request_while_lat
 
 
 async def test_renewals_reuse_a_probe_that_proved_every_value_fresh() -> None:
-    probe = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
-    plan = BatchPlan(
-        'sum(x{namespace!=""}) by (namespace,pod)',
-        False,
-        resource_label="pod",
-        namespace_label="namespace",
-        namespace=None,
-        probe=probe,
-    )
+    probe, plan = PROBE, PROBED_PLAN
     querier = ScriptedQuerier(_samples(3))  # values evaluated at 100 s
     querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
     clock = FakeClock()
-    batcher = Batcher(
-        querier,
-        settings=BatchSettings(max_age_seconds=7.5),
-        clock=clock,
-        api="custom",
-        max_sample_age_seconds=60.0,
-        probe_reuse_seconds=20.0,
-    )
+    batcher = _batcher(querier, clock, max_sample_age_seconds=60.0, probe_reuse_seconds=20.0)
 
     async def ask() -> Snapshot:
         return await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
