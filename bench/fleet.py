@@ -27,7 +27,8 @@ Phases:
 1. **per request** (``--batch-max-age=0s``): ``--per-request-rate`` requests/s for
    ``--per-request-seconds``; Prometheus CPU seconds per query, times the fleet's query rate
    (HPAs / period) gives the cores Prometheus would spend for the whole fleet;
-2. **batched** (``--batch-max-age=7.5s``, half the HPA sync period): ``--rate`` requests/s
+2. **batched** (``--batch-max-age=7.5s``, half the HPA sync period, and
+   ``--staleness-probe-reuse`` from ``--probe-reuse``, default 15 s): ``--rate`` requests/s
    (default 1,000)
    for ``--seconds``: latency p50/p99, errors, adapter CPU, and Prometheus CPU in cores above its
    idle rate (measured just before);
@@ -251,6 +252,12 @@ async def scrape_metric(url: str, context: ssl.SSLContext, name: str) -> float:
 QUERIES_SENT = (
     'prometheus_adapter_prometheus_client_request_duration_seconds_count{path="/api/v1/query"}'
 )
+ANSWER_PATHS = ("snapshot", "snapshot_late", "per_request_late")
+"""``prometheus_adapter_batch_requests_total`` paths reported for the batched phase."""
+
+
+def answered_by(path: str) -> str:
+    return f'prometheus_adapter_batch_requests_total{{api="custom",path="{path}"}}'
 
 
 async def load_phase(
@@ -295,6 +302,7 @@ async def load_phase(
         )
         await asyncio.sleep(3.0)
         queries_before = await scrape_metric(url, context, QUERIES_SENT)
+        paths_before = [await scrape_metric(url, context, answered_by(p)) for p in ANSWER_PATHS]
         adapter_before = process_cpu_seconds(adapter_pid)
         prometheus_before = process_cpu_seconds(prometheus_pid)
         started = time.monotonic()
@@ -309,9 +317,13 @@ async def load_phase(
         segment.adapter_cpu_seconds = process_cpu_seconds(adapter_pid) - adapter_before
         prometheus_cpu = process_cpu_seconds(prometheus_pid) - prometheus_before
         queries = await scrape_metric(url, context, QUERIES_SENT) - queries_before
+        paths = {
+            path: await scrape_metric(url, context, answered_by(path)) - before
+            for path, before in zip(ANSWER_PATHS, paths_before, strict=True)
+        }
     finally:
         pool.close()
-    return Phase(name, segment, prometheus_cpu, idle_cores, queries)
+    return Phase(name, segment, prometheus_cpu, idle_cores, queries, extra=paths)
 
 
 async def wait_ready(url: str, context: ssl.SSLContext, probe: bytes, items: int) -> None:
@@ -466,7 +478,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
                 rules=RULES,
                 kube_url=kube_url,
                 prometheus_url=prometheus.url,
-                extra=["--batch-max-age=7.5s"],
+                extra=["--batch-max-age=7.5s", f"--staleness-probe-reuse={args.probe_reuse}"],
             )
             requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
             try:
@@ -607,7 +619,11 @@ def render(result: Result, *, command: str) -> str:
                 f"({phase.queries:.0f} queries in {wall:.0f} s; goal <= 0.05); adapter "
                 f"{segment.adapter_cpu_seconds / wall:.3f} cores (goal <= 0.5); p50 "
                 f"{ms(segment.p(0.5))} ms (goal <= 5), p99 {ms(segment.p(0.99))} ms "
-                f"(goal <= 25), client lag p99 {ms(percentile(segment.lags_seconds, 0.99))} ms"
+                f"(goal <= 25), client lag p99 {ms(percentile(segment.lags_seconds, 0.99))} ms; "
+                f"answered from snapshots {phase.extra.get('snapshot', 0):.0f}, from a snapshot "
+                f"past its max age while its renewal was late "
+                f"{phase.extra.get('snapshot_late', 0):.0f}, per request while it was too late "
+                f"{phase.extra.get('per_request_late', 0):.0f}"
             )
         elif phase.name == "discovery":
             lines.append(
@@ -641,6 +657,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--per-request-rate", type=float, default=100.0)
     group.add_argument("--per-request-seconds", type=float, default=20.0)
     group.add_argument("--discovery-rate", type=float, default=100.0)
+    group.add_argument(
+        "--probe-reuse",
+        default="15s",
+        help="the batched adapter's --staleness-probe-reuse: renewals within it reuse a probe "
+        "that proved every value fresh (default 15s, one HPA sync period; 0s: a probe with "
+        "every evaluation)",
+    )
     group.add_argument(
         "--window", type=int, default=1200, help="seconds of samples after the start"
     )

@@ -11,15 +11,28 @@ namespace then object name; requests are answered from it while it is younger th
 Refresh: a request that finds the snapshot older than ``REFRESH_AHEAD`` of ``max_age_seconds``
 (or, when the last evaluation took longer than an eighth of the max age, older than the max age
 minus twice that duration) starts one background re-evaluation (named task, one at a time per
-batch) and is answered from the current snapshot; a request that finds it older than
-``max_age_seconds`` (or none) waits for the evaluation in flight (``SingleFlight``: concurrent
-requests share one query). A batch that nobody asks for is never re-evaluated: evaluation is
-driven by requests only, so a rule stops costing anything one interval after its last request,
-and its snapshot is dropped after ``IDLE_INTERVALS`` intervals without a request (or when the
-metric index is relisted).
+batch) and is answered from the current snapshot. A request that finds no snapshot, or one older
+than ``max_age_seconds`` with no evaluation in flight, waits for a new evaluation
+(``SingleFlight``: concurrent requests share one query). A request that finds the snapshot older
+than ``max_age_seconds`` while its renewal is still in flight (the renewal is *late*) does not
+wait for it (``snapshot_unless_late``): it is answered from that snapshot while it is younger
+than ``LATE_LIMIT`` times the max age (counted as ``snapshot_late``), else the caller answers it
+per request (``per_request_late``). A per-request query sent while Prometheus evaluates the
+batch waits behind that evaluation (at 100,000 objects it took as long as the renewal), so the
+snapshot is the answer that does not hold requests back. A batch that nobody asks
+for is never re-evaluated: evaluation is driven by requests only, so a rule stops costing
+anything one interval after its last request, and its snapshot is dropped after
+``IDLE_INTERVALS`` intervals without a request (or when the metric index is relisted).
 
-The staleness probe, when configured, is batched with the value query as one PromQL
-(``merged_query``), exactly as per request; see docs/adapter-values.md, "Batched evaluation".
+The staleness probe, when configured, is batched the same way and sent as a second query at the
+same evaluation time, concurrently with the value query (``run_with_probe``), not merged with it
+as per request: at 100,000 objects the ``label_replace(...) or label_replace(...)`` of the
+merged form cost Prometheus (2.42) about 0.85 CPU-seconds more than the two queries alone; see
+docs/adapter-values.md, "Batched evaluation". A probe answer that proved every value of its
+evaluation fresh is kept and reused by the batch's renewals within ``probe_reuse_seconds`` of
+sending it (``--staleness-probe-reuse``, as per request): those send the value query alone, and
+when the kept probe cannot vouch for a value, the probe at the same evaluation time, whose
+answer then decides.
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from adapter.prometheus.results import Sample
+from adapter.prometheus.results import InstantResult, Sample
 from adapter.prometheus.singleflight import SingleFlight
 from adapter.prometheus.slicing import SLICE_SAMPLES, between_slices, collector_paused
 from adapter.providers.errors import MetricFetchError
@@ -43,6 +56,7 @@ from adapter.providers.evaluation import (
     age_of,
     part_samples,
     run_instant,
+    run_with_probe,
     vector_samples,
 )
 from adapter.providers.ports import Clock, PrometheusQuerier
@@ -56,6 +70,11 @@ REFRESH_AHEAD = 0.75
 """A snapshot older than this fraction of the max age is re-evaluated in the background."""
 IDLE_INTERVALS = 4
 """A batch without requests for this many max-age intervals is forgotten."""
+DURATION_DECAY = 0.8
+"""The evaluation duration the renewal lead is based on: the last one, or this fraction of the
+one it was based on before when that is longer (a slow evaluation counts for a few renewals)."""
+LATE_LIMIT = 2.0
+"""While a renewal is late, its snapshot is still served until it is this many max ages old."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +108,7 @@ class Snapshot:
     values: the value samples (``Point``) by namespace ("" when the answer has none) then object
         name.
     freshness: the probe's answer (``Aged``) the same way, or None without a staleness probe.
-    series: samples in the answer.
+    series: samples in the value answer.
     groups: for a ``BatchPlan`` with ``grouped`` (several samples per object: the resource
         rules' containers), every sample by namespace then object name; ``values`` is empty.
     """
@@ -122,12 +141,15 @@ _EMPTY_GROUPS: Mapping[str, tuple[Sample, ...]] = {}
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """What to send for one batch: the PromQL (merged with its probe when ``probed``), and the
-    labels that name each answer's object.
+    """What to send for one batch: the PromQL, and the labels that name each answer's object.
 
+    probed: ``query`` is a ``merged_query`` (value and probe in one answer, each sample tagged
+        with its part): the per-request path's answers, indexed by ``index_answer``.
     namespace: the namespace the query covers, or None across namespaces (or cluster-scoped);
         answers without a namespace label are filed under it.
     grouped: keep every sample of an object (``Snapshot.groups``), not the last one.
+    probe: the batched staleness probe, sent as a query of its own at the same evaluation time
+        (a batched evaluation's ``query`` is then the value query alone, ``probed`` False).
     """
 
     query: str
@@ -136,6 +158,7 @@ class BatchPlan:
     namespace_label: str | None
     namespace: str | None
     grouped: bool = False
+    probe: str | None = None
 
 
 def _namespace_reader(plan: BatchPlan) -> Callable[[Mapping[str, str]], str]:
@@ -164,6 +187,19 @@ def group_into(
         labels = sample.labels
         by_name = lists.setdefault(namespace_of(labels), {})
         by_name.setdefault(labels.get(plan.resource_label, ""), []).append(sample)
+
+
+def freshness_into(
+    plan: BatchPlan, samples: Sequence[Sample], freshness: dict[str, dict[str, Aged]]
+) -> None:
+    """The samples of a probe's answer (``BatchPlan.probe``) by namespace then object name."""
+    resource_label = plan.resource_label
+    namespace_of = _namespace_reader(plan)
+    for sample in samples:
+        aged = age_of(sample)
+        if aged is not None:
+            labels = sample.labels
+            freshness.setdefault(namespace_of(labels), {})[labels.get(resource_label, "")] = aged
 
 
 def _frozen_groups(
@@ -221,8 +257,14 @@ class _Batch:
     snapshot: Snapshot | None = None
     last_request: float = 0.0
     evaluating: bool = False
+    started: float = 0.0
+    """When the evaluation in flight (or the last one) was sent (adapter monotonic time)."""
+    kept_probe: tuple[float, Mapping[str, Mapping[str, Aged]]] | None = None
+    """The newest probe answer that proved every value of its evaluation fresh, with when it
+    was sent (adapter monotonic time): reused within ``probe_reuse_seconds``."""
     last_duration: float = 0.0
-    """Seconds the last successful evaluation took (adapter monotonic time)."""
+    """Seconds the renewal lead is based on: the last successful evaluation's duration, or
+    ``DURATION_DECAY`` of the figure before when that is longer."""
 
 
 class Batcher:
@@ -238,8 +280,15 @@ class Batcher:
         clock: Clock,
         api: str,
         metrics: ProviderMetrics | None = None,
+        max_sample_age_seconds: float | None = None,
+        probe_reuse_seconds: float = 0.0,
     ) -> None:
+        """max_sample_age_seconds, probe_reuse_seconds: the staleness bound a kept probe must
+        prove every value within, and how long it is reused (``ValueSettings``; 0: a probe with
+        every evaluation that has one)."""
         self._querier = querier
+        self._max_sample_age = max_sample_age_seconds
+        self._probe_reuse = probe_reuse_seconds
         self.settings = settings
         self._clock = clock
         self._api = api
@@ -275,7 +324,38 @@ class Batcher:
 
         ``plan`` renders the batch the first time ``key`` is asked for (it may raise the rule's
         errors, which the caller turns into provider errors). ``family`` names the batches of one
-        (metric, resource, selector) for ``max_series``."""
+        (metric, resource, selector) for ``max_series``. A late renewal is waited for."""
+        found = await self._snapshot(
+            key, plan, family=family, timeout_seconds=timeout_seconds, wait_when_late=True
+        )
+        assert found is not None
+        return found
+
+    async def snapshot_unless_late(
+        self,
+        key: Hashable,
+        plan: Callable[[], BatchPlan],
+        *,
+        family: Hashable,
+        timeout_seconds: float | None,
+    ) -> Snapshot | None:
+        """``snapshot``, except while the current snapshot's renewal is late (the snapshot is
+        older than the max age, its renewal in flight): that snapshot while it is younger than
+        ``LATE_LIMIT`` max ages, else None (the caller answers per request). Counts the answers
+        it gives (``snapshot``, ``snapshot_late``)."""
+        return await self._snapshot(
+            key, plan, family=family, timeout_seconds=timeout_seconds, wait_when_late=False
+        )
+
+    async def _snapshot(
+        self,
+        key: Hashable,
+        plan: Callable[[], BatchPlan],
+        *,
+        family: Hashable,
+        timeout_seconds: float | None,
+        wait_when_late: bool,
+    ) -> Snapshot | None:
         now = self._clock.monotonic()
         batch = self._batches.get(key)
         if batch is None:
@@ -292,12 +372,27 @@ class Batcher:
                 lead = max((1 - REFRESH_AHEAD) * max_age, 2 * batch.last_duration)
                 if age > max_age - lead:
                     self._refresh_in_background(key, batch, family, timeout_seconds)
+                if not wait_when_late:
+                    self.count_answer("snapshot")
                 return current
+            # a renewal sent while the snapshot was still young is late: not waited for; an
+            # evaluation sent after it expired (the batch was idle) is
+            if (
+                not wait_when_late
+                and batch.evaluating
+                and batch.started <= current.sent_monotonic + max_age
+            ):
+                if age <= LATE_LIMIT * max_age:
+                    self.count_answer("snapshot_late")
+                    return current
+                return None
         snapshot, _ = await self._flight.do(
             key,
             lambda: self._evaluate(key, batch, family, timeout_seconds),
             name=f"batched evaluation ({self._api})",
         )
+        if not wait_when_late:
+            self.count_answer("snapshot")
         return snapshot
 
     # ------------------------------------------------------------------ internals
@@ -340,50 +435,79 @@ class Batcher:
         sent = self._clock.monotonic()
         evaluated = self._clock.now().timestamp()
         batch.evaluating = True
+        batch.started = sent
         try:
-            values, freshness, groups, count = await self._indexed(plan, evaluated, timeout_seconds)
+            values, freshness, groups, count = await self._indexed(
+                plan, evaluated, timeout_seconds, batch=batch, sent=sent
+            )
         except MetricFetchError:
             self._count_evaluation("error")
             raise
         finally:
             batch.evaluating = False
         self._count_evaluation("success")
-        batch.last_duration = self._clock.monotonic() - sent
+        # the slowest of the recent evaluations: with a kept probe most renewals send the value
+        # query alone, and the lead must also cover the next one that probes again
+        batch.last_duration = max(
+            self._clock.monotonic() - sent, DURATION_DECAY * batch.last_duration
+        )
         snapshot = Snapshot(sent, evaluated, values, freshness, count, groups)
         latest = batch.snapshot
         if latest is None or latest.sent_monotonic <= sent:
             batch.snapshot = snapshot
         limit = self.settings.max_series
-        if limit is not None and plan.namespace_label is not None:
-            series = count // 2 if plan.probed else count
-            if series > limit:
-                log.info("batch_per_namespace", api=self._api, series=series, max_series=limit)
-                self.too_large.add(family)
+        if limit is not None and plan.namespace_label is not None and count > limit:
+            log.info("batch_per_namespace", api=self._api, series=count, max_series=limit)
+            self.too_large.add(family)
         return snapshot
 
     async def _indexed(
-        self, plan: BatchPlan, evaluated: float, timeout_seconds: float | None
+        self,
+        plan: BatchPlan,
+        evaluated: float,
+        timeout_seconds: float | None,
+        *,
+        batch: _Batch,
+        sent: float,
     ) -> tuple[
         dict[str, dict[str, Point]],
-        dict[str, dict[str, Aged]] | None,
+        Mapping[str, Mapping[str, Aged]] | None,
         dict[str, dict[str, tuple[Sample, ...]]] | None,
         int,
     ]:
         """The plan's answer at ``evaluated``: its values, freshness and groups by namespace
-        then object name, and its number of samples."""
-        result = await run_instant(
-            self._querier,
-            plan.query,
-            time_seconds=evaluated,
-            timeout_seconds=timeout_seconds,
-            in_parts=True,
-        )
-        tail = vector_samples(result)
+        then object name, and its number of value samples. With a probe, the value query and the
+        probe go as two concurrent queries at the same evaluation time, or the value query alone
+        when the batch's kept probe (``_Batch.kept_probe``) is young enough, followed by the
+        probe at the same evaluation time when the kept one cannot vouch for every value."""
+        probe = plan.probe if not plan.grouped else None
+        kept = batch.kept_probe
+        reused: Mapping[str, Mapping[str, Aged]] | None = None
+        if probe is not None and kept is not None and sent - kept[0] <= self._probe_reuse:
+            reused = kept[1]
+        if reused is None:
+            result, probed = await run_with_probe(
+                self._querier,
+                plan.query,
+                probe=probe,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+        else:
+            result = await run_instant(
+                self._querier,
+                plan.query,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+            probed = None
         values: dict[str, dict[str, Point]] = {}
-        probed = plan.probed and not plan.grouped
-        freshness: dict[str, dict[str, Aged]] | None = {} if probed else None
+        freshness: dict[str, dict[str, Aged]] | None = None
+        if plan.probed and not plan.grouped:
+            freshness = {}
         lists: dict[str, dict[str, list[Sample]]] = {}
-        count = 0
 
         def add(samples: Sequence[Sample]) -> None:
             if plan.grouped:
@@ -391,23 +515,42 @@ class Batcher:
             else:
                 index_into(plan, samples, values, freshness)
 
-        # a slice at a time, each decoding the part it indexes (so the samples of one part only
-        # ever live at once): a large answer must not stall the requests served meanwhile
-        for part in result.parts:
-            with collector_paused():
-                samples = part_samples(part)
-                count += len(samples)
-                add(samples)
-                del samples
-            await between_slices()
-        for start in range(0, len(tail), SLICE_SAMPLES):
-            if start:
-                await between_slices()
-            with collector_paused():
-                add(tail[start : start + SLICE_SAMPLES])
-        count += len(tail)
+        count = await _sliced(result, add)
+        if reused is not None and probe is not None:
+            if self._proves(values, reused):
+                return values, reused, None, count
+            # a value the kept probe cannot vouch for: the probe decides, as without reuse
+            probed = await run_instant(
+                self._querier,
+                probe,
+                time_seconds=evaluated,
+                timeout_seconds=timeout_seconds,
+                in_parts=True,
+            )
+        if probed is not None and probe is not None:
+            fresh: dict[str, dict[str, Aged]] = {}
+            await _sliced(probed, lambda samples: freshness_into(plan, samples, fresh))
+            if batch.kept_probe is None or batch.kept_probe[0] <= sent:
+                batch.kept_probe = (sent, fresh) if self._proves(values, fresh) else None
+            return values, fresh, None, count
         groups = _frozen_groups(lists) if plan.grouped else None
         return values, freshness, groups, count
+
+    def _proves(
+        self, values: Mapping[str, Mapping[str, Point]], freshness: Mapping[str, Mapping[str, Aged]]
+    ) -> bool:
+        """Whether ``freshness`` shows every value's newest raw sample within the staleness
+        bound at the value's evaluation time (the newest sample can only be newer)."""
+        bound = self._max_sample_age
+        if bound is None:
+            return False
+        for namespace, points in values.items():
+            known = freshness.get(namespace, _EMPTY_FRESHNESS)
+            for name, (timestamp_seconds, _) in points.items():
+                fresh = known.get(name)
+                if fresh is None or timestamp_seconds - fresh[0] > bound:
+                    return False
+        return True
 
     def _count_evaluation(self, result: str) -> None:
         if self._metrics is not None:
@@ -418,3 +561,24 @@ class Batcher:
         ``per_request_selector`` when it fell back (the rule or the selector cannot batch)."""
         if self._metrics is not None:
             self._metrics.batch_requests.labels(self._api, path).inc()
+
+
+async def _sliced(result: InstantResult, add: Callable[[Sequence[Sample]], None]) -> int:
+    """Feed ``add`` the samples of ``result`` a slice at a time, each part decoded when it is
+    indexed (so the samples of one part only ever live at once): a large answer must not stall
+    the requests served meanwhile. Returns the number of samples."""
+    tail = vector_samples(result)
+    count = 0
+    for part in result.parts:
+        with collector_paused():
+            samples = part_samples(part)
+            count += len(samples)
+            add(samples)
+            del samples
+        await between_slices()
+    for start in range(0, len(tail), SLICE_SAMPLES):
+        if start:
+            await between_slices()
+        with collector_paused():
+            add(tail[start : start + SLICE_SAMPLES])
+    return count + len(tail)

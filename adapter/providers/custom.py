@@ -216,7 +216,13 @@ class CustomMetricsProvider:
         self.batcher: Batcher | None = None
         if batching is not None and batching.enabled:
             self.batcher = Batcher(
-                querier, settings=batching, clock=self._clock, api="custom", metrics=metrics
+                querier,
+                settings=batching,
+                clock=self._clock,
+                api="custom",
+                metrics=metrics,
+                max_sample_age_seconds=self.settings.max_sample_age_seconds,
+                probe_reuse_seconds=self.settings.probe_reuse_seconds,
             )
 
     async def wait_for_renewals(self) -> None:
@@ -246,11 +252,8 @@ class CustomMetricsProvider:
         ``InvalidRequestError``, ``MetricFetchError``.
         """
         requirements = parse_request_selector(metric_selector, what="metric label selector")
-        plan = self._batched_plan(info, namespace=namespace, requirements=requirements)
-        if plan is None:
-            plan = self._plan(info, namespace=namespace, names=[name], requirements=requirements)
-        judged = await self._evaluate(
-            plan,
+        judged = await self._values(
+            info,
             [name],
             namespace=namespace,
             timeout_seconds=timeout_seconds,
@@ -288,11 +291,8 @@ class CustomMetricsProvider:
                 cause=MissingCause.NO_OBJECTS,
                 detail=f"no {info.group_resource} match the label selector {selector!r}",
             )
-        plan = self._batched_plan(info, namespace=namespace, requirements=requirements)
-        if plan is None:
-            plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
-        judged = await self._evaluate(
-            plan,
+        judged = await self._values(
+            info,
             names,
             namespace=namespace,
             timeout_seconds=timeout_seconds,
@@ -370,8 +370,8 @@ class CustomMetricsProvider:
     def _batched_plan(
         self, info: CustomMetricInfo, *, namespace: str | None, requirements: Sequence[Requirement]
     ) -> _Plan | None:
-        """The plan answering from a batched snapshot, or None when the request is answered per
-        request (batching off, or the rule or selector cannot batch). Kept per metric, namespace
+        """The plan answering from a batched snapshot (its ``fallback`` says why not when the
+        rule or selector cannot batch), or None with batching off. Kept per metric, namespace
         and selector: the per-request query it also renders (for a placeholder object) is never
         sent."""
         if self.batcher is None:
@@ -384,8 +384,6 @@ class CustomMetricsProvider:
                 index, info, namespace=namespace, names=["batch"], requirements=requirements
             )
             self._routes[key] = plan
-        if plan.fallback is not None:
-            return None
         return plan
 
     def _plan(
@@ -509,15 +507,13 @@ class CustomMetricsProvider:
             )
 
         query = build()
-        sent = query.query
-        if plan.probe is not None:
-            sent = merged_query(query.query, build(OBJECT_PROBE).query)
         return BatchPlan(
-            sent,
-            plan.probe is not None,
+            query.query,
+            False,
             query.resource_label,
             query.namespace_label,
             namespace,
+            probe=None if plan.probe is None else build(OBJECT_PROBE).query,
         )
 
     async def _from_batch(
@@ -528,12 +524,14 @@ class CustomMetricsProvider:
         *,
         namespace: str | None,
         timeout_seconds: float | None,
-    ) -> dict[str, _Judged]:
+    ) -> dict[str, _Judged] | None:
+        """Each name's value from the batch's snapshot, or None when its renewal is late past
+        ``LATE_LIMIT`` (the request is then answered per request)."""
         family = (plan.info, plan.requirements)
         scope = namespace if plan.info.namespaced and family in batcher.too_large else None
         key = (family, scope)
         try:
-            snapshot = await batcher.snapshot(
+            snapshot = await batcher.snapshot_unless_late(
                 key,
                 lambda: self._batch_plan(plan, scope),
                 family=family,
@@ -543,7 +541,8 @@ class CustomMetricsProvider:
             raise rule_errors_to_provider_errors(
                 exc, resource=plan.info.group_resource, metric=plan.info.metric
             ) from exc
-        batcher.count_answer("snapshot")
+        if snapshot is None:
+            return None
         judged, _ = self._judge(
             plan,
             names,
@@ -553,6 +552,41 @@ class CustomMetricsProvider:
             requirements=plan.requirements,
         )
         return judged
+
+    async def _values(
+        self,
+        info: CustomMetricInfo,
+        names: Sequence[str],
+        *,
+        namespace: str | None,
+        timeout_seconds: float | None,
+        requirements: tuple[Requirement, ...],
+    ) -> dict[str, _Judged]:
+        """Each name's value (or why it has none): from a batched snapshot when the rule and
+        selector batch and the snapshot is not late, else per request (counted by path)."""
+        if timeout_seconds is None:
+            timeout_seconds = self.settings.query_timeout_seconds
+        batcher = self.batcher
+        if batcher is not None:
+            batched = self._batched_plan(info, namespace=namespace, requirements=requirements)
+            assert batched is not None
+            if batched.fallback is None:
+                judged = await self._from_batch(
+                    batcher, batched, names, namespace=namespace, timeout_seconds=timeout_seconds
+                )
+                if judged is not None:
+                    return judged
+                batcher.count_answer("per_request_late")
+            else:
+                batcher.count_answer(batched.fallback)
+        plan = self._plan(info, namespace=namespace, names=names, requirements=requirements)
+        return await self._evaluate(
+            plan,
+            names,
+            namespace=namespace,
+            timeout_seconds=timeout_seconds,
+            requirements=requirements,
+        )
 
     async def _evaluate(
         self,
@@ -567,15 +601,6 @@ class CustomMetricsProvider:
         when a shared probe younger than ``probe_reuse_seconds`` proves every value fresh, else
         (or when it does not) the value query merged with a new probe, whose answer then
         decides."""
-        if timeout_seconds is None:
-            timeout_seconds = self.settings.query_timeout_seconds
-        batcher = self.batcher
-        if batcher is not None:
-            if plan.fallback is None:
-                return await self._from_batch(
-                    batcher, plan, names, namespace=namespace, timeout_seconds=timeout_seconds
-                )
-            batcher.count_answer(plan.fallback)
         shared = plan.shared_probe if self.settings.probe_reuse_seconds > 0 else None
         if plan.probe is not None and shared is not None:
             reuse = self.settings.probe_reuse_seconds

@@ -175,14 +175,26 @@ async def run_with_probe(
     *,
     probe: str | None,
     timeout_seconds: float | None,
+    time_seconds: float | None = None,
+    in_parts: bool = False,
 ) -> tuple[InstantResult, InstantResult | None]:
-    """The value query and (if any) its probe, concurrently; either failing cancels the other."""
-    value_task = asyncio.ensure_future(run_instant(querier, query, timeout_seconds=timeout_seconds))
-    probe_task = (
-        asyncio.ensure_future(run_instant(querier, probe, timeout_seconds=timeout_seconds))
-        if probe is not None
-        else None
-    )
+    """The value query and (if any) its probe, concurrently (at ``time_seconds`` when given, the
+    same evaluation time for both; ``in_parts`` as ``run_instant``); either failing cancels the
+    other."""
+
+    def run(promql: str) -> asyncio.Future[InstantResult]:
+        return asyncio.ensure_future(
+            run_instant(
+                querier,
+                promql,
+                timeout_seconds=timeout_seconds,
+                time_seconds=time_seconds,
+                in_parts=in_parts,
+            )
+        )
+
+    value_task = run(query)
+    probe_task = run(probe) if probe is not None else None
     try:
         value = await value_task
         probed = await probe_task if probe_task is not None else None

@@ -58,8 +58,10 @@ class ProviderMetrics:
         )
         self.batch_requests = Counter(
             "prometheus_adapter_batch_requests_total",
-            "Requests by how they were answered: snapshot, or per_request_rule / "
-            "per_request_selector when the rule or the metric selector cannot be batched.",
+            "Requests by how they were answered: snapshot, snapshot_late (the snapshot past "
+            "its max age while its renewal is in flight), or per_request_rule / "
+            "per_request_selector when the rule or the metric selector cannot be batched, "
+            "per_request_late when a late renewal's snapshot is too old to serve.",
             ["api", "path"],
             registry=registry,
         )

@@ -171,6 +171,11 @@ async def serve(
         ClientSettings(
             kubeconfig_path=str(settings.kubeconfig) if settings.kubeconfig else None,
             user_agent="hpa-adapter",
+            # the client also sends the SubjectAccessReviews and TokenReviews of every request
+            # not cached: k8s.io/apiserver's delegated authentication and authorization clients
+            # get QPS 200, burst 400 ("will effectively limit API server responsiveness")
+            qps=DELEGATED_AUTH_QPS,
+            burst=DELEGATED_AUTH_BURST,
         ),
         clock=clock,
         registry=registry,
@@ -189,6 +194,11 @@ async def serve(
             )
     finally:
         await aclose_quietly(kube)
+
+
+DELEGATED_AUTH_QPS = 200.0
+DELEGATED_AUTH_BURST = 400
+"""k8s.io/apiserver ``options.DelegatingAuthorizationOptions.getClient``'s client limits."""
 
 
 async def initial_discovery(mapper: RegeneratingRESTMapper) -> None:

@@ -93,7 +93,8 @@ class Settings:
         staleness probe off; ``--max-sample-age``, ours: docs/adapter-values.md).
       staleness_probe_reuse_seconds: a staleness probe that proved every value of a request
         fresh is reused this long by requests for the same objects, which then send the value
-        query alone (seconds, default 1; 0 probes on every request;
+        query alone, and by the renewals of a batch (seconds, default 1; 0 probes on every
+        request and evaluation;
         ``--staleness-probe-reuse``, ours: docs/adapter-values.md).
       batch_max_age_seconds: custom-metrics requests of batchable rules are answered from one
         query per rule for every object while its answer is younger than this (seconds;
@@ -266,7 +267,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=parse_duration_seconds,
         default=d.staleness_probe_reuse_seconds,
         help="a staleness probe that proved a request's values fresh is reused this long for "
-        "the same objects (0s: probe on every request)",
+        "the same objects, and a batch's probe by its renewals (0s: probe on every request and "
+        "evaluation)",
     )
     p(
         "--batch-max-age",

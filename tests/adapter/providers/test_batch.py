@@ -25,9 +25,11 @@ from adapter.providers import (
 )
 from adapter.providers.batch import (
     IDLE_INTERVALS,
+    LATE_LIMIT,
     REFRESH_AHEAD,
     Batcher,
     BatchPlan,
+    Snapshot,
     index_answer,
 )
 from adapter.rules import Series, StaticRESTMapper, load_rules, namers_from_config
@@ -43,13 +45,25 @@ PLAN = BatchPlan(
     namespace=None,
 )
 
+PROBE = 'max by (namespace,pod) (timestamp(x{namespace!=""}))'
+PROBED_PLAN = BatchPlan(
+    'sum(x{namespace!=""}) by (namespace,pod)',
+    False,
+    resource_label="pod",
+    namespace_label="namespace",
+    namespace=None,
+    probe=PROBE,
+)
+
 
 class ScriptedQuerier(InstantOnlyQuerier):
-    """A ``PrometheusQuerier`` answering every instant query with ``samples``; each query
-    waits for ``gate`` when one is set (to hold an evaluation in flight)."""
+    """A ``PrometheusQuerier`` answering every instant query with ``samples`` (or the query's
+    own entry of ``answers``); each query waits for ``gate`` when one is set (to hold an
+    evaluation in flight)."""
 
     def __init__(self, samples: Sequence[Sample]) -> None:
         self.samples = tuple(samples)
+        self.answers: dict[str, tuple[Sample, ...]] = {}
         self.queries: list[tuple[str, float | None]] = []
         self.gate: asyncio.Event | None = None
         self.parts: tuple[bytes, ...] = ()
@@ -65,6 +79,8 @@ class ScriptedQuerier(InstantOnlyQuerier):
         self.queries.append((query, time_seconds))
         if self.gate is not None:
             await self.gate.wait()
+        if query in self.answers:
+            return InstantResult("vector", self.answers[query], ())
         return InstantResult("vector", self.samples, self.parts)
 
     async def series(
@@ -84,12 +100,24 @@ def _samples(count: int, value: str = "1") -> list[Sample]:
     ]
 
 
-def _batcher(querier: ScriptedQuerier, clock: FakeClock, **settings: float) -> Batcher:
+def _batcher(
+    querier: ScriptedQuerier,
+    clock: FakeClock,
+    *,
+    max_series: int | None = None,
+    metrics: ProviderMetrics | None = None,
+    max_sample_age_seconds: float | None = None,
+    probe_reuse_seconds: float = 0.0,
+) -> Batcher:
+    """A batcher with a 7.5 s max age."""
     return Batcher(
         querier,
-        settings=BatchSettings(max_age_seconds=7.5, **settings),  # type: ignore[arg-type]
+        settings=BatchSettings(max_age_seconds=7.5, max_series=max_series),
         clock=clock,
         api="custom",
+        metrics=metrics,
+        max_sample_age_seconds=max_sample_age_seconds,
+        probe_reuse_seconds=probe_reuse_seconds,
     )
 
 
@@ -192,10 +220,10 @@ rules:
 """
 
 
-async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> None:
-    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
-    clock = FakeClock()
-    registry = CollectorRegistry()
+async def _provider(
+    querier: ScriptedQuerier, clock: FakeClock, registry: CollectorRegistry
+) -> CustomMetricsProvider:
+    """A batching provider of ``RULES`` (no staleness probe) for pod ``web/p-0``."""
     metrics = ProviderMetrics(registry)
     mapper = StaticRESTMapper.builtin()
     relister = MetricRelister(
@@ -207,7 +235,7 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
     )
     index: MetricIndex = await relister.relist()
     assert index.custom.info
-    provider = CustomMetricsProvider(
+    return CustomMetricsProvider(
         querier,
         relister,
         pod_lister=FakePodLister({"web": {"p-0": {}}}),
@@ -216,21 +244,31 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
         metrics=metrics,
         batching=BatchSettings(),
     )
-    info = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+
+
+def _answered(registry: CollectorRegistry, path: str) -> float | None:
+    """``prometheus_adapter_batch_requests_total`` of the custom API for ``path``."""
+    return registry.get_sample_value(
+        "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
+    )
+
+
+X_P0 = custom_metric_request(namespace="web", resource="pods", name="p-0", metric="x").info
+
+
+async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> None:
+    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
+    registry = CollectorRegistry()
+    provider = await _provider(querier, FakeClock(), registry)
+    info = X_P0
     for _ in range(3):
         value = await provider.get_metric_by_name(info, "p-0", namespace="web")
         assert value.value_milli == 2000
     batched = [query for query, _ in querier.queries if "by (namespace,pod)" in query]
     assert len(batched) == 1
     await provider.get_metric_by_name(info, "p-0", namespace="web", metric_selector="pod=p-0")
-
-    def count(path: str) -> float | None:
-        return registry.get_sample_value(
-            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
-        )
-
-    assert count("snapshot") == 3
-    assert count("per_request_selector") == 1
+    assert _answered(registry, "snapshot") == 3
+    assert _answered(registry, "per_request_selector") == 1
 
 
 async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
@@ -256,3 +294,155 @@ async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None
     assert snapshot.series == 20_000
     assert snapshot.values == index_answer(PLAN, samples)[0]
     assert snapshot.values_in("ns-1")["p-19999"] == (100.0, "1")
+
+
+async def test_a_late_renewal_is_not_waited_for_but_an_evaluation_after_idling_is() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    batcher = _batcher(querier, clock, metrics=ProviderMetrics(registry))
+
+    def answered(path: str) -> float | None:
+        return _answered(registry, path)
+
+    async def unless_late() -> object:
+        return await batcher.snapshot_unless_late(
+            "k", lambda: PLAN, family="k", timeout_seconds=None
+        )
+
+    first = await unless_late()
+    querier.gate = asyncio.Event()  # the renewal hangs
+    await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
+    assert await unless_late() is first  # young: served, the renewal starts behind it
+    await clock.settle()
+    assert len(querier.queries) == 2
+    await clock.advance(2.0)  # past the max age, the renewal still in flight: late
+    assert await unless_late() is first  # served, not waited for
+    assert answered("snapshot_late") == 1
+    await clock.advance((LATE_LIMIT - 1) * 7.5)  # past LATE_LIMIT max ages: not served at all
+    assert await unless_late() is None
+    assert answered("snapshot_late") == 1
+    waiting = asyncio.create_task(
+        batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+    )
+    await clock.settle()
+    assert not waiting.done()  # ``snapshot`` waits for the late renewal
+    querier.gate.set()
+    renewed = await waiting
+    assert renewed is not first
+    assert len(querier.queries) == 2  # the late renewal's answer, not a new query
+
+    # idle past the max age with nothing in flight: the next request waits for a new
+    # evaluation, and so does a request arriving while it runs (it was not late, only idle)
+    querier.gate = asyncio.Event()
+    await clock.advance(8.0)
+    idle = [asyncio.create_task(unless_late()) for _ in range(2)]
+    await clock.settle()
+    assert len(querier.queries) == 3
+    assert not any(task.done() for task in idle)
+    querier.gate.set()
+    after_idle = await asyncio.gather(*idle)
+    assert after_idle[0] is after_idle[1] is not None
+
+
+async def test_the_probe_goes_as_its_own_query_at_the_evaluation_time() -> None:
+    probe, plan = PROBE, PROBED_PLAN
+    querier = ScriptedQuerier(_samples(3, value="7"))
+    # the newest raw sample at 95 s, evaluated at 100 s
+    querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+    snapshot = await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
+    assert sorted(query for query, _ in querier.queries) == sorted([plan.query, probe])
+    assert {at for _, at in querier.queries} == {clock.now().timestamp()}
+    assert snapshot.values_in("ns-0")["p-2"] == (100.0, "7")
+    assert snapshot.freshness_in("ns-0") == {"p-0": (95.0, 5.0), "p-2": (95.0, 5.0)}
+    assert snapshot.series == 3
+
+
+async def test_the_provider_answers_from_the_snapshot_then_per_request_while_late() -> None:
+    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    provider = await _provider(querier, clock, registry)
+    info = X_P0
+    assert (await provider.get_metric_by_name(info, "p-0", namespace="web")).value_milli == 2000
+    querier.gate = asyncio.Event()
+    await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
+    renewal = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
+    await clock.settle()
+    assert renewal.done()  # served from the snapshot; its renewal now hangs
+    await clock.advance(2.0)  # late: still answered from the snapshot
+    assert (await provider.get_metric_by_name(info, "p-0", namespace="web")).value_milli == 2000
+    await clock.advance(LATE_LIMIT * 7.5)  # too late: answered per request
+    late = asyncio.create_task(provider.get_metric_by_name(info, "p-0", namespace="web"))
+    await clock.settle()
+    sent = [query for query, _ in querier.queries]
+    assert 'pod="p-0"' in sent[-1]  # the request's own query, not the batch's
+    querier.gate.set()
+    assert (await late).value_milli == 2000
+    assert _answered(registry, "per_request_late") == 1
+    assert _answered(registry, "snapshot_late") == 1
+    await provider.wait_for_renewals()
+
+
+async def test_renewals_reuse_a_probe_that_proved_every_value_fresh() -> None:
+    probe, plan = PROBE, PROBED_PLAN
+    querier = ScriptedQuerier(_samples(3))  # values evaluated at 100 s
+    querier.answers[probe] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
+    clock = FakeClock()
+    batcher = _batcher(querier, clock, max_sample_age_seconds=60.0, probe_reuse_seconds=20.0)
+
+    async def ask() -> Snapshot:
+        return await batcher.snapshot("k", lambda: plan, family="k", timeout_seconds=None)
+
+    def sent() -> list[str]:
+        return [query for query, _ in querier.queries]
+
+    first = await ask()
+    assert sorted(sent()) == sorted([plan.query, probe])
+    await clock.advance(7.6)
+    renewed = await ask()  # within the reuse window: the value query alone, the kept probe
+    assert sent()[2:] == [plan.query]
+    assert renewed.freshness is first.freshness
+    assert renewed.freshness_in("ns-1") == {"p-1": (95.0, 5.0)}
+
+    # a value the kept probe cannot vouch for (evaluated 65 s after the newest sample it saw):
+    # the probe at the same evaluation time decides, and a probe finding it stale is not kept
+    querier.samples = tuple(Sample(s.labels, 160.0, "1") for s in querier.samples)
+    await clock.advance(7.6)
+    await ask()
+    assert sent()[3:] == [plan.query, probe]
+    assert {at for _, at in querier.queries[3:]} == {clock.now().timestamp()}
+    await clock.advance(7.6)
+    await ask()
+    assert sorted(sent()[5:]) == sorted([plan.query, probe])  # nothing kept: both again
+
+    # a kept probe older than the reuse window is not reused
+    querier.samples = tuple(Sample(s.labels, 100.0, "1") for s in querier.samples)
+    await clock.advance(7.6)
+    await ask()  # both again (the last probe proved nothing); this one proves every value
+    await clock.advance(20.1)
+    await ask()
+    assert sorted(sent()[9:]) == sorted([plan.query, probe])
+
+
+async def test_a_slow_evaluation_keeps_renewals_early_for_a_few_fast_ones() -> None:
+    querier = ScriptedQuerier(_samples(2))
+    querier.gate = asyncio.Event()
+    clock = FakeClock()
+    batcher = _batcher(querier, clock)
+
+    async def ask() -> Snapshot:
+        return await batcher.snapshot("k", lambda: PLAN, family="k", timeout_seconds=None)
+
+    first = asyncio.create_task(ask())
+    await clock.advance(3.0)  # a slow evaluation (3 s)
+    querier.gate.set()
+    await first
+    await clock.advance(7.6)
+    await ask()  # a fast one (0 s): the lead is still based on 0.8 x 3 s, not on 0 s
+    await clock.advance(7.5 - 2 * 0.8 * 3.0 + 0.1)
+    await ask()
+    await batcher.wait_for_refreshes()
+    assert len(querier.queries) == 3  # renewed at 2.8 s, before REFRESH_AHEAD of the max age

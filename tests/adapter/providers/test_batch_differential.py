@@ -227,7 +227,10 @@ def prometheus() -> Iterator[tuple[PrometheusServer, int]]:
 
 
 def _build(
-    querier: PinnedQuerier, clock: PinnedClock, batching: BatchSettings | None
+    querier: PinnedQuerier,
+    clock: PinnedClock,
+    batching: BatchSettings | None,
+    registry: CollectorRegistry | None = None,
 ) -> MetricProviders:
     return build_providers(
         load_rules(RULES, source="differential-rules"),
@@ -239,27 +242,34 @@ def _build(
             policies={"queue_idle": MetricPolicy(empty_is_zero=True)},
         ),
         clock=clock,
-        registry=CollectorRegistry(),
+        registry=registry if registry is not None else CollectorRegistry(),
         max_age_seconds=900.0,
         batching=batching,
     )
 
 
+Pair = tuple[
+    MetricProviders, MetricProviders, tuple[PinnedQuerier, PinnedQuerier], CollectorRegistry
+]
+"""The batched providers, the per-request ones, their queriers, the batched ones' registry."""
+
+
 @pytest.fixture
 async def pair(
     prometheus: tuple[PrometheusServer, int],
-) -> AsyncIterator[tuple[MetricProviders, MetricProviders, tuple[PinnedQuerier, PinnedQuerier]]]:
+) -> AsyncIterator[Pair]:
     server, start = prometheus
     at = float(start)
     clock = PinnedClock(at)
     async with PrometheusClient(PrometheusConnection(server.url, timeout_seconds=10.0)) as client:
         batched_querier = PinnedQuerier(client, at)
-        batched = _build(batched_querier, clock, BatchSettings(max_age_seconds=7.5))
+        registry = CollectorRegistry()
+        batched = _build(batched_querier, clock, BatchSettings(max_age_seconds=7.5), registry)
         per_request_querier = PinnedQuerier(client, at)
         per_request = _build(per_request_querier, clock, None)
         await batched.relister.relist()
         await per_request.relister.relist()
-        yield batched, per_request, (batched_querier, per_request_querier)
+        yield batched, per_request, (batched_querier, per_request_querier), registry
 
 
 def _outcome(result: object) -> object:
@@ -339,9 +349,9 @@ def _random_request(chooser: random.Random) -> dict[str, object]:
 
 
 async def test_batched_answers_equal_per_request_answers(
-    pair: tuple[MetricProviders, MetricProviders, tuple[PinnedQuerier, PinnedQuerier]],
+    pair: Pair,
 ) -> None:
-    batched, per_request, (batched_querier, per_request_querier) = pair
+    batched, per_request, (batched_querier, per_request_querier), registry = pair
     chooser = random.Random(2323)
     outcomes: dict[str, int] = {}
     for _ in range(REQUESTS):
@@ -351,17 +361,31 @@ async def test_batched_answers_equal_per_request_answers(
         assert got == expected, request
         kind = expected[0] if isinstance(expected, tuple) else "values"
         outcomes[str(kind)] = outcomes.get(str(kind), 0) + 1
-    # the random requests reached values and NotFound both; the batched provider sent one query
-    # per batch and per fallback (the histogram rule, selectors on the pod label)
+    # the random requests reached values and NotFound both; the batched provider sent two
+    # queries per batch (the value query and the staleness probe, at one evaluation time) and
+    # one per request that falls back (the histogram rule, selectors on the pod label)
     assert outcomes.get("values", 0) > REQUESTS // 3
     assert outcomes.get("MetricNotFoundError", 0) > 10
-    assert batched_querier.queries < 0.6 * per_request_querier.queries
+    batcher = batched.custom.batcher
+    assert batcher is not None
+
+    def answered(path: str) -> float:
+        found = registry.get_sample_value(
+            "prometheus_adapter_batch_requests_total", {"api": "custom", "path": path}
+        )
+        return found or 0.0
+
+    fallbacks = answered("per_request_rule") + answered("per_request_selector")
+    assert answered("snapshot") > REQUESTS // 3
+    assert answered("per_request_late") == 0
+    assert batched_querier.queries == 2 * batcher.batch_count() + fallbacks
+    assert batched_querier.queries < 0.65 * per_request_querier.queries
 
 
 async def test_batched_resource_metrics_equal_per_request_ones(
-    pair: tuple[MetricProviders, MetricProviders, tuple[PinnedQuerier, PinnedQuerier]],
+    pair: Pair,
 ) -> None:
-    batched, per_request, (batched_querier, _) = pair
+    batched, per_request, (batched_querier, _), _ = pair
     assert batched.resource is not None
     assert per_request.resource is not None
     assert batched.resource.batcher is not None

@@ -3,6 +3,7 @@ and failing closed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -183,3 +184,15 @@ async def test_absent_or_null_booleans_are_false(status: dict[str, object], allo
     async with authorizer() as (authz, kube, _):
         kube.sar_status = status
         assert (await authz.authorize(ALICE_USER, PODS)).allowed is allowed
+
+
+async def test_concurrent_requests_without_a_cached_decision_share_one_review() -> None:
+    bob = UserInfo("bob")
+    async with authorizer() as (authz, kube, _):
+        decisions = await asyncio.gather(
+            *(authz.authorize(ALICE_USER, PODS) for _ in range(5)),
+            *(authz.authorize(bob, PODS) for _ in range(3)),
+        )
+        assert [decision.allowed for decision in decisions] == [True] * 5 + [False] * 3
+        assert len(kube.access_reviews) == 2  # one per user, not one per request
+        assert authz.reviews == 2
