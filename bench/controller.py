@@ -71,7 +71,7 @@ from hpa.app.controller import (
     build_app,
     client_settings,
 )
-from hpa.controllers.settings import HorizontalControllerSettings
+from hpa.controllers.settings import HorizontalControllerSettings, switch_flag
 from hpa.kube.client import aclose_quietly, load_client
 from hpa.kube.clock import SystemClock
 
@@ -476,6 +476,7 @@ async def measure(args: argparse.Namespace, target: Target) -> Result:
         kube_api_qps=args.kube_api_qps,
         kube_api_burst=args.kube_api_burst,
         metric_timeout_seconds=args.metric_timeout,
+        shared_resource_metrics_reads=args.shared_resource_metrics_reads,
     )
     settings = ControllerAppSettings(
         horizontal=horizontal,
@@ -615,6 +616,7 @@ async def measure_cold_start(args: argparse.Namespace, target: Target) -> str:
             kube_api_qps=args.kube_api_qps,
             kube_api_burst=args.kube_api_burst,
             metric_timeout_seconds=args.metric_timeout,
+            shared_resource_metrics_reads=args.shared_resource_metrics_reads,
         ),
         kubeconfig=str(target.kubeconfig),
         port=0,
@@ -656,7 +658,11 @@ async def measure_cold_start(args: argparse.Namespace, target: Target) -> str:
             await running
         await aclose_quietly(client)
     hwm, _ = memory_bytes()
+    peer_cpu = target.peer_cpu_seconds()
+    counts = await target.counts()
     ok = total_seconds <= COLD_START_GOAL_SECONDS
+    metrics_requests = sum(n for (api, _), n in counts.items() if api == "metrics")
+    core_requests = sum(n for (api, _), n in counts.items() if api != "metrics")
     return "\n".join(
         [
             f"cold start: {args.hpas:,} HPAs, {target.pods:,} pods listed from the loopback "
@@ -669,6 +675,8 @@ async def measure_cold_start(args: argparse.Namespace, target: Target) -> str:
             "",
             f"first full pass in {total_seconds:.2f} s (goal <= {COLD_START_GOAL_SECONDS:g} s on "
             f"one core: {verdict(ok)}); peak RSS {hwm / 2**20:.0f} MiB",
+            f"requests: {core_requests:,} to the Kubernetes API, {metrics_requests:,} to the "
+            f"metrics APIs; {target.peer} used {peer_cpu:.2f} CPU s (from its start)",
         ]
     )
 
@@ -791,6 +799,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kube-api-qps", type=float, default=2000.0)
     parser.add_argument("--kube-api-burst", type=int, default=4000)
     parser.add_argument("--metric-timeout", type=float, default=10.0, help="seconds")
+    parser.add_argument(
+        "--shared-resource-metrics-reads",
+        type=switch_flag,
+        default=True,
+        metavar="BOOL",
+        help="--horizontal-pod-autoscaler-shared-resource-metrics-reads (default true)",
+    )
     parser.add_argument(
         "--max-warmup-periods",
         type=float,

@@ -367,6 +367,7 @@ def build_app(
         client.with_retry(RetryPolicy(server_errors_need_retry_after=True)),
         monotonic=clock.monotonic,
         version_refresh_seconds=horizontal.sync_period_seconds,
+        share_namespace_reads=horizontal.shared_resource_metrics_reads,
     )
     metric_jobs: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = ()
     if metrics_factory is not None:

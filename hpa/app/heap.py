@@ -13,7 +13,8 @@ objects).
 :func:`pause_then_freeze` pauses the collector until the first pass is done (bounded in time: a
 pass that does not end, for instance while another replica holds the Lease or an API server
 refuses the list, keeps it paused for at most ``pause_seconds``), then moves every object alive
-at that moment to the permanent generation (``gc.freeze``), which later collections do not
+at that moment to the permanent generation (``gc.freeze``, before the collector is back, so the
+pass's heap is not walked once more on the way), which later collections do not
 walk. Reference counting still frees every object as usual; only objects in reference cycles
 that were alive at the freeze and become garbage later are not reclaimed (the informers'
 records and the controller's per-HPA state are not cyclic).
@@ -45,6 +46,7 @@ async def pause_then_freeze(
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(pause_seconds):
                 await done()
+                gc.freeze()  # before the collector is back: no full collection of the pass's heap
     finally:
         if enabled:
             gc.enable()

@@ -166,16 +166,29 @@ class HPASelectorStore:
     def __init__(self) -> None:
         self._namespaces: dict[str, dict[str, Selector]] = {}
         self._matches: dict[str, dict[tuple[tuple[str, str], ...], frozenset[str]]] = {}
+        self._by_term: dict[str, dict[tuple[str, str] | None, set[str]]] = {}
+        """Per namespace, the HPA keys by the first ``key=value`` term of their selector
+        (``None``: selectors without one): only those a label set has can match it."""
 
     def __len__(self) -> int:
         return sum(len(selectors) for selectors in self._namespaces.values())
 
-    def put_if_absent(self, namespace: str, key: str, *, selector: Selector) -> bool:
-        selectors = self._namespaces.setdefault(namespace, {})
-        if key in selectors:
-            return False
-        selectors[key] = selector
+    @staticmethod
+    def _term(selector: Selector) -> tuple[str, str] | None:
+        return next(iter(selector.equality_terms().items()), None)
+
+    def _put(self, namespace: str, key: str, selector: Selector, old: Selector | None) -> None:
+        self._namespaces.setdefault(namespace, {})[key] = selector
+        by_term = self._by_term.setdefault(namespace, {})
+        if old is not None:
+            by_term[self._term(old)].discard(key)
+        by_term.setdefault(self._term(selector), set()).add(key)
         self._matches.pop(namespace, None)
+
+    def put_if_absent(self, namespace: str, key: str, *, selector: Selector) -> bool:
+        if key in self._namespaces.get(namespace, ()):
+            return False
+        self._put(namespace, key, selector, None)
         return True
 
     def put_if_present(self, namespace: str, key: str, *, selector: Selector) -> bool:
@@ -184,18 +197,20 @@ class HPASelectorStore:
             return False
         current = selectors[key]
         if current is not selector and current != selector:
-            selectors[key] = selector
-            self._matches.pop(namespace, None)
+            self._put(namespace, key, selector, current)
         return True
 
     def delete(self, namespace: str, key: str) -> None:
         selectors = self._namespaces.get(namespace)
         if selectors is None:
             return
-        if selectors.pop(key, None) is not None:
+        old = selectors.pop(key, None)
+        if old is not None:
+            self._by_term[namespace][self._term(old)].discard(key)
             self._matches.pop(namespace, None)
         if not selectors:
             del self._namespaces[namespace]
+            del self._by_term[namespace]
 
     def _matching(
         self, namespace: str, selectors: Mapping[str, Selector], labels: Mapping[str, str]
@@ -204,9 +219,11 @@ class HPASelectorStore:
         label_set = tuple(sorted(labels.items()))
         found = cache.get(label_set)
         if found is None:
-            found = frozenset(
-                key for key, selector in selectors.items() if selector.matches(labels)
-            )
+            by_term = self._by_term[namespace]
+            candidates = [*by_term.get(None, ())]
+            for term in label_set:
+                candidates.extend(by_term.get(term, ()))
+            found = frozenset(key for key in candidates if selectors[key].matches(labels))
             cache[label_set] = found
         return found
 

@@ -13,7 +13,8 @@ Deliberate deviations (flags upstream does not have; each documented on its fiel
 ``--horizontal-pod-autoscaler-status-value-tolerance``,
 ``--horizontal-pod-autoscaler-scale-to-zero`` and
 ``--horizontal-pod-autoscaler-configurable-tolerance`` (the two feature gates as flags),
-``--horizontal-pod-autoscaler-resize-aware-utilization`` and ``--metrics-source``.
+``--horizontal-pod-autoscaler-resize-aware-utilization``,
+``--horizontal-pod-autoscaler-shared-resource-metrics-reads`` and ``--metrics-source``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from typing import Literal
 from hpa.core.duration import DurationError, format_duration, parse_duration_seconds
 from hpa.core.spec import HorizontalSettings
 
-__all__ = ["DRY_RUN_ANNOTATION", "HorizontalControllerSettings", "add_flags", "from_args"]
+__all__ = [
+    "DRY_RUN_ANNOTATION",
+    "HorizontalControllerSettings",
+    "add_flags",
+    "from_args",
+    "switch_flag",
+]
 
 DRY_RUN_ANNOTATION = "hpa.dry-run/enabled"
 """Annotation that puts one HPA in dry-run (shadow) mode when its value is ``"true"``."""
@@ -84,6 +91,12 @@ class HorizontalControllerSettings:
     resized in place, its utilization is measured against the requests the kubelet applied
     (``status.containerStatuses[].resources``), not the new spec's. ``false`` is upstream's
     behaviour (kubernetes/kubernetes#142155). See ``docs/hpa-core.md``."""
+    shared_resource_metrics_reads: bool = True
+    """``--horizontal-pod-autoscaler-shared-resource-metrics-reads`` (default on; ours): while
+    many resource metrics reads of one namespace are in flight (8), the reads that start share one
+    list of the whole namespace, each filtered by its selector, instead of one request each. The
+    answer is that of a request in flight when the read started and the decisions are the same.
+    ``false`` is upstream's request per HPA per sync. See ``docs/controller-metrics.md``."""
     metrics_source: Literal["api", "inprocess"] = "api"
     """``--metrics-source`` (default ``api``; ours): read metrics through the API server's
     aggregation layer, or call ``adapter``'s providers in this process (``inprocess``: the
@@ -245,6 +258,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "applied (default true; false is upstream's spec requests)",
     )
     group.add_argument(
+        "--horizontal-pod-autoscaler-shared-resource-metrics-reads",
+        type=switch_flag,
+        default=d.shared_resource_metrics_reads,
+        metavar="BOOL",
+        help="while many resource metrics reads of one namespace are in flight, share one list "
+        "of the namespace (default true; false is upstream's request per HPA)",
+    )
+    group.add_argument(
         "--metrics-source",
         choices=("api", "inprocess"),
         default=d.metrics_source,
@@ -270,5 +291,8 @@ def from_args(args: argparse.Namespace) -> HorizontalControllerSettings:
         scale_to_zero_enabled=args.horizontal_pod_autoscaler_scale_to_zero,
         configurable_tolerance_enabled=args.horizontal_pod_autoscaler_configurable_tolerance,
         resize_aware_utilization=args.horizontal_pod_autoscaler_resize_aware_utilization,
+        shared_resource_metrics_reads=(
+            args.horizontal_pod_autoscaler_shared_resource_metrics_reads
+        ),
         metrics_source=getattr(args, "metrics_source", "api"),
     )

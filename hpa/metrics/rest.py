@@ -9,7 +9,8 @@ server behind the ``APIService`` objects works (metrics-server, our adapter, oth
 A second implementation of the same four methods, calling ``adapter``'s providers in-process,
 plugs into the controller the same way (the port is ``hpa.controllers.ports.MetricsClient``).
 
-Deliberate deviations: none beyond those of the three clients.
+Deliberate deviations: none beyond those of the three clients (the resource client's shared
+namespace reads, when asked for).
 """
 
 from __future__ import annotations
@@ -46,13 +47,16 @@ class RESTMetricsClient:
         monotonic: Callable[[], float],
         resolver: ResourceResolver | None = None,
         version_refresh_seconds: float = 15.0,
+        share_namespace_reads: bool = False,
     ) -> None:
         """``version_refresh_seconds``: how long the discovered custom metrics version is
-        trusted (kube-controller-manager uses its sync period, 15 s)."""
+        trusted (kube-controller-manager uses its sync period, 15 s); ``share_namespace_reads``:
+        concurrent resource metrics reads of one namespace share one list
+        (:class:`~hpa.metrics.resource.ResourceMetricsClient`)."""
         self.versions = CustomMetricsVersions(
             getter, monotonic=monotonic, refresh_seconds=version_refresh_seconds
         )
-        self._resource = ResourceMetricsClient(getter)
+        self._resource = ResourceMetricsClient(getter, share_namespace_reads=share_namespace_reads)
         self._custom = CustomMetricsClient(
             getter,
             versions=self.versions,

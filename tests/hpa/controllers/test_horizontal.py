@@ -712,7 +712,15 @@ async def test_a_changed_target_selector_is_followed_on_the_next_reconcile() -> 
     assert h.selectors.hpas_matching_pods(NS, [{"app": "api"}]) == (hpa.key,)
 
 
-_SELECTORS = ("app=web", "app=api", "tier in (front,back)", "app=web,tier=front", "!tier")
+_SELECTORS = (
+    "app=web",
+    "app=api",
+    "tier in (front,back)",
+    "app=web,tier=front",
+    "!tier",
+    "tier in (front),app!=api",
+    "app notin (api)",
+)
 _LABEL_SETS: tuple[dict[str, str], ...] = (
     {"app": "web"},
     {"app": "web", "tier": "front"},

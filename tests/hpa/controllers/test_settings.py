@@ -77,3 +77,9 @@ def test_resize_aware_utilization_is_on_by_default_and_can_be_upstream_s() -> No
     assert parse().horizontal.resize_aware_utilization is True
     upstream = parse("--horizontal-pod-autoscaler-resize-aware-utilization=false")
     assert upstream.horizontal.resize_aware_utilization is False
+
+
+def test_shared_resource_metrics_reads_are_on_by_default_and_can_be_upstream_s() -> None:
+    assert parse().shared_resource_metrics_reads is True
+    upstream = parse("--horizontal-pod-autoscaler-shared-resource-metrics-reads=false")
+    assert upstream.shared_resource_metrics_reads is False
