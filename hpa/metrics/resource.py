@@ -32,7 +32,8 @@ keeps the items its selector selects, matched on each ``PodMetrics``' ``metadata
 (metrics-server and ``hpa adapter`` copy the pod's labels there and filter on them), and shapes
 exactly the items the selective request would have returned, in the same order. A selector that
 does not parse, or a list that is not of the plain shape (labels that are not a string map,
-anything the validating path would word), leaves each read to its own request. See
+anything the validating path would word), or a list where no item carries labels (a server
+that does not copy them), leaves each read to its own request. See
 ``docs/controller-metrics.md``.
 
 Deliberate deviations: errors are returned as values (:class:`~hpa.core.decision.MetricFetchError`)
@@ -308,6 +309,10 @@ class NamespaceListing:
             self._labels = [_plain_labels(item) for item in items]
         except _IrregularError:
             return  # not the plain shape: every read takes its own request
+        if items and not any(self._labels):
+            # a server that filters on the pods' labels without copying them onto its
+            # PodMetrics: a selector here would select nothing its own request would miss
+            return
         self._items = items
 
     def select(self, selector: Selector, resource: str, *, container: str) -> _Shaped | None:
