@@ -46,7 +46,7 @@ from typing import NamedTuple, Protocol
 import structlog
 
 from adapter.prometheus.results import Sample
-from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, index_answer
+from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, Snapshot, index_answer
 from adapter.providers.clock import SystemClock
 from adapter.providers.errors import (
     InvalidRequestError,
@@ -101,6 +101,11 @@ background, started by the next request (which, like the others, keeps reusing i
 PLAN_CACHE_SIZE = 256
 """Rendered plans kept per index (the oldest is dropped first)."""
 
+SELECTOR_CACHE_SIZE = 16384
+"""Parsed request selectors kept by their text (``labelSelector``, ``metricLabelSelector``; the
+oldest dropped first): each HPA asks with its own selector every sync, so the bound is above
+the number of HPAs of a large fleet (10,000)."""
+
 _PlanKey = tuple[CustomMetricInfo, str | None, tuple[str, ...], tuple[Requirement, ...]]
 _RouteKey = tuple[CustomMetricInfo, str | None, tuple[Requirement, ...]]
 
@@ -131,6 +136,10 @@ class CustomMetricValue:
     timestamp: datetime
     window_seconds: int | None
     metric_selector: tuple[Requirement, ...] | None = None
+    encoded: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    """The server's JSON item of this value by API version, made once per value (a value from a
+    batched snapshot is shared by every request for its object until the snapshot is
+    replaced)."""
 
     @property
     def value(self) -> Quantity:
@@ -161,6 +170,12 @@ class _Plan:
     renewal: asyncio.Task[None] | None = None
     """The background renewal of ``shared_probe`` in flight, if any."""
     requirements: tuple[Requirement, ...] = ()
+    judged_from: Snapshot | None = None
+    """The batched snapshot ``judged`` was judged from (a batched plan only)."""
+    judged: dict[str, _Judged] = field(default_factory=dict)
+    """Each object's judgement from ``judged_from``, made by the first request that asked for
+    it and shared by the later ones until the snapshot is replaced (the values are immutable,
+    and their encoded JSON is kept with them: ``CustomMetricValue.encoded``)."""
     fallback: str | None = None
     """Why this plan is answered per request although batching is on (``per_request_rule``,
     ``per_request_selector``), or None when it is answered from a batched snapshot."""
@@ -213,6 +228,7 @@ class CustomMetricsProvider:
         self._renewals: set[asyncio.Task[None]] = set()
         self._verdicts: dict[MetricNamer, Batchability] = {}
         self._routes: dict[_RouteKey, _Plan] = {}
+        self._selectors: dict[tuple[str, str], tuple[Requirement, ...]] = {}
         self.batcher: Batcher | None = None
         if batching is not None and batching.enabled:
             self.batcher = Batcher(
@@ -251,7 +267,7 @@ class CustomMetricsProvider:
         Raises ``MetricNotFoundError`` ("... for R NAME" when the object has no usable value),
         ``InvalidRequestError``, ``MetricFetchError``.
         """
-        requirements = parse_request_selector(metric_selector, what="metric label selector")
+        requirements = self._parsed(metric_selector, what="metric label selector")
         judged = await self._values(
             info,
             [name],
@@ -280,8 +296,8 @@ class CustomMetricsProvider:
         ``ObjectNameLister`` (without one: 400). Objects without a usable value are left out;
         when none is left, raises ``MetricNotFoundError`` ("... for R").
         """
-        label_requirements = parse_request_selector(selector, what="label selector")
-        requirements = parse_request_selector(metric_selector, what="metric label selector")
+        label_requirements = self._parsed(selector, what="label selector")
+        requirements = self._parsed(metric_selector, what="metric label selector")
         names = await self._names_for_selector(info, namespace, requirements=label_requirements)
         if not names:
             self._count_missing(MissingCause.NO_OBJECTS)
@@ -318,10 +334,24 @@ class CustomMetricsProvider:
     ) -> list[str]:
         """The names ``get_metric_by_selector`` would ask values for (``ListObjectNames``);
         raises as it does for an unknown metric, a bad selector or a failed list."""
-        requirements = parse_request_selector(selector, what="label selector")
+        requirements = self._parsed(selector, what="label selector")
         return await self._names_for_selector(info, namespace, requirements=requirements)
 
     # ------------------------------------------------------------------ internals
+
+    def _parsed(self, text: str, *, what: str) -> tuple[Requirement, ...]:
+        """``parse_request_selector``, remembered by text (a bad selector is parsed, and
+        refused, every time)."""
+        if not text:
+            return ()
+        key = (what, text)
+        found = self._selectors.get(key)
+        if found is None:
+            found = parse_request_selector(text, what=what)
+            if len(self._selectors) >= SELECTOR_CACHE_SIZE:
+                del self._selectors[next(iter(self._selectors))]
+            self._selectors[key] = found
+        return found
 
     async def _names_for_selector(
         self,
@@ -543,15 +573,32 @@ class CustomMetricsProvider:
             ) from exc
         if snapshot is None:
             return None
-        judged, _ = self._judge(
-            plan,
-            names,
-            snapshot.values_in(namespace),
-            snapshot.freshness_in(namespace),
-            namespace=namespace,
-            requirements=plan.requirements,
-        )
-        return judged
+        if self.settings.policy(plan.info.metric).empty_is_zero:
+            # a missing value is a 0 at the time of the request: nothing to share
+            judged, _ = self._judge(
+                plan,
+                names,
+                snapshot.values_in(namespace),
+                snapshot.freshness_in(namespace),
+                namespace=namespace,
+                requirements=plan.requirements,
+            )
+            return judged
+        if plan.judged_from is not snapshot:
+            plan.judged_from, plan.judged = snapshot, {}
+        known = plan.judged
+        missing = [name for name in names if name not in known]
+        if missing:
+            fresh, _ = self._judge(
+                plan,
+                missing,
+                snapshot.values_in(namespace),
+                snapshot.freshness_in(namespace),
+                namespace=namespace,
+                requirements=plan.requirements,
+            )
+            known.update(fresh)
+        return {name: known[name] for name in names}
 
     async def _values(
         self,
