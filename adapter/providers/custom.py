@@ -228,7 +228,7 @@ class CustomMetricsProvider:
         self._renewals: set[asyncio.Task[None]] = set()
         self._verdicts: dict[MetricNamer, Batchability] = {}
         self._routes: dict[_RouteKey, _Plan] = {}
-        self._selectors: dict[tuple[str, str], tuple[Requirement, ...]] = {}
+        self._selectors: dict[tuple[str, str], tuple[tuple[Requirement, ...], str]] = {}
         self.batcher: Batcher | None = None
         if batching is not None and batching.enabled:
             self.batcher = Batcher(
@@ -296,9 +296,9 @@ class CustomMetricsProvider:
         ``ObjectNameLister`` (without one: 400). Objects without a usable value are left out;
         when none is left, raises ``MetricNotFoundError`` ("... for R").
         """
-        label_requirements = self._parsed(selector, what="label selector")
+        _, label_selector = self._parsed_with_text(selector, what="label selector")
         requirements = self._parsed(metric_selector, what="metric label selector")
-        names = await self._names_for_selector(info, namespace, requirements=label_requirements)
+        names = await self._names_for_selector(info, namespace, selector=label_selector)
         if not names:
             self._count_missing(MissingCause.NO_OBJECTS)
             raise MetricNotFoundError(
@@ -334,20 +334,25 @@ class CustomMetricsProvider:
     ) -> list[str]:
         """The names ``get_metric_by_selector`` would ask values for (``ListObjectNames``);
         raises as it does for an unknown metric, a bad selector or a failed list."""
-        requirements = self._parsed(selector, what="label selector")
-        return await self._names_for_selector(info, namespace, requirements=requirements)
+        _, canonical = self._parsed_with_text(selector, what="label selector")
+        return await self._names_for_selector(info, namespace, selector=canonical)
 
     # ------------------------------------------------------------------ internals
 
     def _parsed(self, text: str, *, what: str) -> tuple[Requirement, ...]:
         """``parse_request_selector``, remembered by text (a bad selector is parsed, and
         refused, every time)."""
+        return self._parsed_with_text(text, what=what)[0]
+
+    def _parsed_with_text(self, text: str, *, what: str) -> tuple[tuple[Requirement, ...], str]:
+        """``_parsed`` and the selector's canonical text (``format_selector``)."""
         if not text:
-            return ()
+            return (), ""
         key = (what, text)
         found = self._selectors.get(key)
         if found is None:
-            found = parse_request_selector(text, what=what)
+            requirements = parse_request_selector(text, what=what)
+            found = (requirements, format_selector(requirements))
             if len(self._selectors) >= SELECTOR_CACHE_SIZE:
                 del self._selectors[next(iter(self._selectors))]
             self._selectors[key] = found
@@ -358,8 +363,9 @@ class CustomMetricsProvider:
         info: CustomMetricInfo,
         namespace: str | None,
         *,
-        requirements: Sequence[Requirement],
+        selector: str,
     ) -> list[str]:
+        """``selector``: the label selector's canonical text (``format_selector``)."""
         index = self._indexes.index
         normalized = index.custom.normalized(info)
         resource = normalized.group_resource if normalized is not None else info.group_resource
@@ -368,7 +374,6 @@ class CustomMetricsProvider:
             raise MetricNotFoundError(
                 info.group_resource, info.metric, cause=MissingCause.UNKNOWN_METRIC
             )
-        selector = format_selector(requirements)
         if (resource != PODS or namespace is None) and self._object_lister is None:
             raise InvalidRequestError(
                 f"listing {resource} by label selector is not supported: only pods in a "
