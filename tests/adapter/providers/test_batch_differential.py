@@ -33,6 +33,7 @@ from adapter.providers import (
     custom_metric_request,
 )
 from adapter.rules import CustomMetricInfo, Series, load_rules
+from adapter.server.wire import custom_value_list_json
 from tests.adapter.providers.fake_pods import FakePodLister
 from tests.adapter.providers.queriers import InstantOnlyQuerier
 from tests.lab.prometheus import PrometheusServer
@@ -273,19 +274,25 @@ async def pair(
 
 
 def _outcome(result: object) -> object:
+    """The values' fields and the bodies the server answers them with (batched values are
+    shared by the requests of one snapshot, their items encoded once: the same bytes)."""
     if isinstance(result, ProviderError):
         return (type(result).__name__, str(result), getattr(result, "cause", None))
     assert isinstance(result, list)
+    bodies = [custom_value_list_json(version, result) for version in ("v1beta2", "v1beta1")]
     return [
-        (
-            value.described_object,
-            value.metric,
-            value.value_milli,
-            value.timestamp,
-            value.window_seconds,
-            value.metric_selector,
-        )
-        for value in result
+        bodies,
+        [
+            (
+                value.described_object,
+                value.metric,
+                value.value_milli,
+                value.timestamp,
+                value.window_seconds,
+                value.metric_selector,
+            )
+            for value in result
+        ],
     ]
 
 
