@@ -578,18 +578,9 @@ class CustomMetricsProvider:
             ) from exc
         if snapshot is None:
             return None
-        if self.settings.policy(plan.info.metric).empty_is_zero:
-            # a missing value is a 0 at the time of the request: nothing to share
-            judged, _ = self._judge(
-                plan,
-                names,
-                snapshot.values_in(namespace),
-                snapshot.freshness_in(namespace),
-                namespace=namespace,
-                requirements=plan.requirements,
-            )
-            return judged
-        if plan.judged_from is not snapshot:
+        shared = not self.settings.policy(plan.info.metric).empty_is_zero
+        # (an empty value read as 0 is a 0 at the time of the request: nothing to share)
+        if plan.judged_from is not snapshot or not shared:
             plan.judged_from, plan.judged = snapshot, {}
         known = plan.judged
         missing = [name for name in names if name not in known]
@@ -602,6 +593,8 @@ class CustomMetricsProvider:
                 namespace=namespace,
                 requirements=plan.requirements,
             )
+            if not shared:
+                return fresh
             known.update(fresh)
         return {name: known[name] for name in names}
 
