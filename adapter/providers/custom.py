@@ -46,7 +46,7 @@ from typing import NamedTuple, Protocol
 import structlog
 
 from adapter.prometheus.results import Sample
-from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, Snapshot, index_answer
+from adapter.providers.batch import Batcher, BatchPlan, BatchSettings, index_answer
 from adapter.providers.clock import SystemClock
 from adapter.providers.errors import (
     InvalidRequestError,
@@ -136,10 +136,6 @@ class CustomMetricValue:
     timestamp: datetime
     window_seconds: int | None
     metric_selector: tuple[Requirement, ...] | None = None
-    encoded: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    """The server's JSON item of this value by API version, made once per value (a value from a
-    batched snapshot is shared by every request for its object until the snapshot is
-    replaced)."""
 
     @property
     def value(self) -> Quantity:
@@ -170,12 +166,6 @@ class _Plan:
     renewal: asyncio.Task[None] | None = None
     """The background renewal of ``shared_probe`` in flight, if any."""
     requirements: tuple[Requirement, ...] = ()
-    judged_from: Snapshot | None = None
-    """The batched snapshot ``judged`` was judged from (a batched plan only)."""
-    judged: dict[str, _Judged] = field(default_factory=dict)
-    """Each object's judgement from ``judged_from``, made by the first request that asked for
-    it and shared by the later ones until the snapshot is replaced (the values are immutable,
-    and their encoded JSON is kept with them: ``CustomMetricValue.encoded``)."""
     fallback: str | None = None
     """Why this plan is answered per request although batching is on (``per_request_rule``,
     ``per_request_selector``), or None when it is answered from a batched snapshot."""
@@ -578,25 +568,15 @@ class CustomMetricsProvider:
             ) from exc
         if snapshot is None:
             return None
-        shared = not self.settings.policy(plan.info.metric).empty_is_zero
-        # (an empty value read as 0 is a 0 at the time of the request: nothing to share)
-        if plan.judged_from is not snapshot or not shared:
-            plan.judged_from, plan.judged = snapshot, {}
-        known = plan.judged
-        missing = [name for name in names if name not in known]
-        if missing:
-            fresh, _ = self._judge(
-                plan,
-                missing,
-                snapshot.values_in(namespace),
-                snapshot.freshness_in(namespace),
-                namespace=namespace,
-                requirements=plan.requirements,
-            )
-            if not shared:
-                return fresh
-            known.update(fresh)
-        return {name: known[name] for name in names}
+        judged, _ = self._judge(
+            plan,
+            names,
+            snapshot.values_in(namespace),
+            snapshot.freshness_in(namespace),
+            namespace=namespace,
+            requirements=plan.requirements,
+        )
+        return judged
 
     async def _values(
         self,

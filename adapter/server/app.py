@@ -394,7 +394,7 @@ class Routes:
                 detail=error.detail,
             )
             raise status.from_provider_error(error) from error
-        return _json(wire.custom_value_list_json(target.version, values))
+        return _json(wire.custom_value_list(target.version, values))
 
     # ---------------------------------------------------------------- external metrics
 

@@ -22,12 +22,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from adapter.providers import (
     CustomMetricValue,
     ExternalMetricValue,
     NodeUsage,
+    ObjectReference,
     PodUsage,
     label_selector_json,
     milli_text,
@@ -92,6 +91,27 @@ def _described_object(value: CustomMetricValue) -> JsonObject:
     return body
 
 
+DESCRIBED_OBJECTS_SIZE = 8192
+"""``describedObject`` bodies kept by reference identity (all dropped when full)."""
+_described_objects: dict[int, tuple[ObjectReference, JsonObject]] = {}
+
+
+def _shared_described_object(value: CustomMetricValue) -> JsonObject:
+    """``_described_object``, built once per ``ObjectReference`` instance (the providers keep
+    one per object and rendered query, so an HPA's next sync finds it). Keyed by ``id``; the
+    entry holds the reference, so the id cannot be reused while it is kept. The bodies are
+    shared between answers and must never be mutated (they are only serialized)."""
+    ref = value.described_object
+    entry = _described_objects.get(id(ref))
+    if entry is not None and entry[0] is ref:
+        return entry[1]
+    if len(_described_objects) >= DESCRIBED_OBJECTS_SIZE:
+        _described_objects.clear()
+    body = _described_object(value)
+    _described_objects[id(ref)] = (ref, body)
+    return body
+
+
 def custom_item_v1beta2(value: CustomMetricValue) -> JsonObject:
     return _custom_item_v1beta2(
         value,
@@ -128,29 +148,52 @@ def custom_item_v1beta1(value: CustomMetricValue) -> JsonObject:
 
 
 def custom_value_list(version: str, values: Sequence[CustomMetricValue]) -> JsonObject:
-    """``MetricValueList`` of ``custom.metrics.k8s.io/<version>`` (v1beta1 or v1beta2)."""
-    item = custom_item_v1beta2 if version == "v1beta2" else custom_item_v1beta1
-    return {**_value_list_head(version), "items": [item(value) for value in values]}
+    """``MetricValueList`` of ``custom.metrics.k8s.io/<version>`` (v1beta1 or v1beta2).
 
-
-def _value_list_head(version: str) -> JsonObject:
-    return {"kind": "MetricValueList", "apiVersion": f"{CUSTOM_GROUP}/{version}", "metadata": {}}
-
-
-def custom_value_list_json(version: str, values: Sequence[CustomMetricValue]) -> bytes:
-    """``orjson.dumps(custom_value_list(version, values))``, byte for byte, from each value's
-    item encoded once (``CustomMetricValue.encoded``): the values a batched snapshot answers
-    with are shared by every request for their objects until the snapshot is replaced, so an
-    item is encoded once per snapshot, not once per request."""
-    item = custom_item_v1beta2 if version == "v1beta2" else custom_item_v1beta1
-    parts = []
-    for value in values:
-        encoded = value.encoded.get(version)
-        if encoded is None:
-            encoded = value.encoded[version] = orjson.dumps(item(value))
-        parts.append(encoded)
-    head = orjson.dumps({**_value_list_head(version), "items": []})
-    return b"".join((head[:-2], b",".join(parts), b"]}"))  # head ends with `"items":[]}`
+    The items of one list mostly share their timestamp (one scrape), and always their metric
+    and metric selector, so in v1beta2 each distinct time text and ``metric`` object is made
+    once per list, and each ``describedObject`` once per reference (``_shared_described_object``):
+    what is left per item is one dict and its value text."""
+    if version != "v1beta2":
+        items = [custom_item_v1beta1(value) for value in values]
+    else:
+        times: dict[datetime, str] = {}
+        metrics: dict[tuple[str, tuple[Requirement, ...] | None], JsonObject] = {}
+        items = []
+        append = items.append
+        for value in values:
+            time_text = times.get(value.timestamp)
+            if time_text is None:
+                time_text = times[value.timestamp] = format_time(value.timestamp)
+            metric_key = (value.metric, value.metric_selector)
+            metric = metrics.get(metric_key)
+            if metric is None:
+                selector = label_selector(value.metric_selector)
+                metric = metrics[metric_key] = {"name": value.metric, "selector": selector}
+            window = value.window_seconds
+            item: JsonObject
+            if window is None:
+                item = {
+                    "describedObject": _shared_described_object(value),
+                    "metric": metric,
+                    "timestamp": time_text,
+                    "value": milli_text(value.value_milli),
+                }
+            else:
+                item = {
+                    "describedObject": _shared_described_object(value),
+                    "metric": metric,
+                    "timestamp": time_text,
+                    "windowSeconds": window,
+                    "value": milli_text(value.value_milli),
+                }
+            append(item)
+    return {
+        "kind": "MetricValueList",
+        "apiVersion": f"{CUSTOM_GROUP}/{version}",
+        "metadata": {},
+        "items": items,
+    }
 
 
 def external_value_list(values: Sequence[ExternalMetricValue]) -> JsonObject:

@@ -271,27 +271,6 @@ async def test_the_provider_counts_snapshot_answers_and_selector_fallbacks() -> 
     assert _answered(registry, "per_request_selector") == 1
 
 
-async def test_requests_of_one_snapshot_share_its_values_and_a_renewal_replaces_them() -> None:
-    """A value judged from a snapshot is the one later requests of that snapshot get (its
-    encoded item with it); the renewed snapshot's new value is served once it lands, never the
-    old one."""
-    querier = ScriptedQuerier([Sample({"namespace": "web", "pod": "p-0"}, 100.0, "2")])
-    clock = FakeClock()
-    provider = await _provider(querier, clock, CollectorRegistry())
-    first = await provider.get_metric_by_name(X_P0, "p-0", namespace="web")
-    again = await provider.get_metric_by_name(X_P0, "p-0", namespace="web")
-    assert again is first
-    listed = await provider.get_metric_by_selector(X_P0, namespace="web", selector="")
-    assert listed == [first]
-    querier.samples = (Sample({"namespace": "web", "pod": "p-0"}, 130.0, "5"),)
-    await clock.advance(REFRESH_AHEAD * 7.5 + 0.1)
-    await provider.get_metric_by_name(X_P0, "p-0", namespace="web")  # starts the renewal
-    await provider.wait_for_renewals()
-    renewed = await provider.get_metric_by_name(X_P0, "p-0", namespace="web")
-    assert (renewed.value_milli, renewed.timestamp.timestamp()) == (5000, 130.0)
-    assert (first.value_milli, first.timestamp.timestamp()) == (2000, 100.0)
-
-
 async def test_a_large_answer_indexed_part_by_part_is_the_whole_answer() -> None:
     samples = _samples(20_000)
     body = orjson.dumps(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-import orjson
 import pytest
 
 from adapter.providers import CustomMetricValue
@@ -13,7 +12,6 @@ from adapter.rules import parse_metric_selector
 from adapter.server.wire import (
     custom_item_v1beta2,
     custom_value_list,
-    custom_value_list_json,
     format_go_duration,
     format_time,
     label_selector,
@@ -123,38 +121,3 @@ def test_value_lists_keep_each_object_and_window_apart_across_answers() -> None:
     ]
     assert ["windowSeconds" in item for item in listed["items"]] == [False, False, False]
     assert first["items"][0]["windowSeconds"] == 60
-
-
-@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
-def test_a_value_list_body_is_the_list_encoded_whole_even_when_its_items_were_encoded_before(
-    version: str,
-) -> None:
-    """The served body is built from each value's item encoded once (values shared by the
-    requests of one batched snapshot): byte for byte the whole list encoded at once, for a
-    value seen before, one seen first and an empty list."""
-    stamp = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    selector = parse_metric_selector("method=GET")
-
-    def value(name: str, *, namespace: str = "a", window: int | None = 60) -> CustomMetricValue:
-        ref = ObjectReference("v1", "Pod", name=name, namespace=namespace)
-        return CustomMetricValue(
-            ref, "m", value_milli=1500, timestamp=stamp, window_seconds=window,
-            metric_selector=selector if name == "db" else None,
-        )  # fmt: skip
-
-    web, db, node = value("web"), value("db", window=None), value("n1", namespace="")
-    assert custom_value_list_json(version, [web]) == orjson.dumps(custom_value_list(version, [web]))
-    listed = [web, db, node]
-    assert custom_value_list_json(version, listed) == orjson.dumps(
-        custom_value_list(version, listed)
-    )
-    assert custom_value_list_json(version, listed) == orjson.dumps(
-        custom_value_list(version, listed)
-    )
-    assert custom_value_list_json(version, []) == orjson.dumps(custom_value_list(version, []))
-    assert orjson.loads(custom_value_list_json(version, listed))["items"][1]["describedObject"] == {
-        "kind": "Pod",
-        "namespace": "a",
-        "name": "db",
-        "apiVersion": "v1",
-    }
