@@ -101,6 +101,11 @@ background, started by the next request (which, like the others, keeps reusing i
 PLAN_CACHE_SIZE = 256
 """Rendered plans kept per index (the oldest is dropped first)."""
 
+SELECTOR_CACHE_SIZE = 16384
+"""Parsed request selectors kept by their text (``labelSelector``, ``metricLabelSelector``; the
+oldest dropped first): each HPA asks with its own selector every sync, so the bound is above
+the number of HPAs of a large fleet (10,000)."""
+
 _PlanKey = tuple[CustomMetricInfo, str | None, tuple[str, ...], tuple[Requirement, ...]]
 _RouteKey = tuple[CustomMetricInfo, str | None, tuple[Requirement, ...]]
 
@@ -213,6 +218,7 @@ class CustomMetricsProvider:
         self._renewals: set[asyncio.Task[None]] = set()
         self._verdicts: dict[MetricNamer, Batchability] = {}
         self._routes: dict[_RouteKey, _Plan] = {}
+        self._selectors: dict[tuple[str, str], tuple[tuple[Requirement, ...], str]] = {}
         self.batcher: Batcher | None = None
         if batching is not None and batching.enabled:
             self.batcher = Batcher(
@@ -251,7 +257,7 @@ class CustomMetricsProvider:
         Raises ``MetricNotFoundError`` ("... for R NAME" when the object has no usable value),
         ``InvalidRequestError``, ``MetricFetchError``.
         """
-        requirements = parse_request_selector(metric_selector, what="metric label selector")
+        requirements = self._parsed(metric_selector, what="metric label selector")
         judged = await self._values(
             info,
             [name],
@@ -280,9 +286,9 @@ class CustomMetricsProvider:
         ``ObjectNameLister`` (without one: 400). Objects without a usable value are left out;
         when none is left, raises ``MetricNotFoundError`` ("... for R").
         """
-        label_requirements = parse_request_selector(selector, what="label selector")
-        requirements = parse_request_selector(metric_selector, what="metric label selector")
-        names = await self._names_for_selector(info, namespace, requirements=label_requirements)
+        _, label_selector = self._parsed_with_text(selector, what="label selector")
+        requirements = self._parsed(metric_selector, what="metric label selector")
+        names = await self._names_for_selector(info, namespace, selector=label_selector)
         if not names:
             self._count_missing(MissingCause.NO_OBJECTS)
             raise MetricNotFoundError(
@@ -318,18 +324,38 @@ class CustomMetricsProvider:
     ) -> list[str]:
         """The names ``get_metric_by_selector`` would ask values for (``ListObjectNames``);
         raises as it does for an unknown metric, a bad selector or a failed list."""
-        requirements = parse_request_selector(selector, what="label selector")
-        return await self._names_for_selector(info, namespace, requirements=requirements)
+        _, canonical = self._parsed_with_text(selector, what="label selector")
+        return await self._names_for_selector(info, namespace, selector=canonical)
 
     # ------------------------------------------------------------------ internals
+
+    def _parsed(self, text: str, *, what: str) -> tuple[Requirement, ...]:
+        """``parse_request_selector``, remembered by text (a bad selector is parsed, and
+        refused, every time)."""
+        return self._parsed_with_text(text, what=what)[0]
+
+    def _parsed_with_text(self, text: str, *, what: str) -> tuple[tuple[Requirement, ...], str]:
+        """``_parsed`` and the selector's canonical text (``format_selector``)."""
+        if not text:
+            return (), ""
+        key = (what, text)
+        found = self._selectors.get(key)
+        if found is None:
+            requirements = parse_request_selector(text, what=what)
+            found = (requirements, format_selector(requirements))
+            if len(self._selectors) >= SELECTOR_CACHE_SIZE:
+                del self._selectors[next(iter(self._selectors))]
+            self._selectors[key] = found
+        return found
 
     async def _names_for_selector(
         self,
         info: CustomMetricInfo,
         namespace: str | None,
         *,
-        requirements: Sequence[Requirement],
+        selector: str,
     ) -> list[str]:
+        """``selector``: the label selector's canonical text (``format_selector``)."""
         index = self._indexes.index
         normalized = index.custom.normalized(info)
         resource = normalized.group_resource if normalized is not None else info.group_resource
@@ -338,7 +364,6 @@ class CustomMetricsProvider:
             raise MetricNotFoundError(
                 info.group_resource, info.metric, cause=MissingCause.UNKNOWN_METRIC
             )
-        selector = format_selector(requirements)
         if (resource != PODS or namespace is None) and self._object_lister is None:
             raise InvalidRequestError(
                 f"listing {resource} by label selector is not supported: only pods in a "

@@ -36,7 +36,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
 
 import orjson
@@ -163,28 +163,46 @@ def verify_client_certificate(
 VERIFIED_CACHE_SIZE = 256
 
 
+class VerifiedLeaf(NamedTuple):
+    """What authentication reads of a verified client certificate, read once per certificate."""
+
+    common_name: str
+    organizations: tuple[str, ...]
+    not_before: datetime
+    not_after: datetime
+
+
 class VerifiedCertificates:
     """``verify_client_certificate`` against one CA bundle, remembering each certificate's
-    parse and signature check (keyed by its DER bytes: the same connection presents the same
-    certificate on every request). The validity window is checked on every call."""
+    parse, signature check and the names authentication reads (keyed by its DER bytes: the same
+    connection presents the same certificate on every request). The validity window is checked
+    on every call."""
 
     def __init__(self, cas: Sequence[x509.Certificate]) -> None:
         self._cas = tuple(cas)
-        self._checked: dict[bytes, x509.Certificate | None] = {}
+        self._checked: dict[bytes, VerifiedLeaf | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self._cas)
 
-    def verify(self, der: bytes, *, now: datetime) -> x509.Certificate | None:
+    def verify(self, der: bytes, *, now: datetime) -> VerifiedLeaf | None:
         if der in self._checked:
             leaf = self._checked[der]
         else:
             # Checked at its own notBefore so the answer does not depend on the time.
-            leaf = _verified_signature(der, self._cas)
+            cert = _verified_signature(der, self._cas)
+            leaf = None
+            if cert is not None:
+                leaf = VerifiedLeaf(
+                    _common_name(cert),
+                    _organizations(cert),
+                    cert.not_valid_before_utc,
+                    cert.not_valid_after_utc,
+                )
             if len(self._checked) >= VERIFIED_CACHE_SIZE:
                 del self._checked[next(iter(self._checked))]
             self._checked[der] = leaf
-        if leaf is None or not leaf.not_valid_before_utc <= now <= leaf.not_valid_after_utc:
+        if leaf is None or not leaf.not_before <= now <= leaf.not_after:
             return None
         return leaf
 
@@ -231,8 +249,8 @@ class RequestHeaderAuthenticator:
         if leaf is None:
             return None
         allowed = self.config.requestheader_allowed_names
-        if allowed and _common_name(leaf) not in allowed:
-            log.info("requestheader_cn_not_allowed", cn=_common_name(leaf))
+        if allowed and leaf.common_name not in allowed:
+            log.info("requestheader_cn_not_allowed", cn=leaf.common_name)
             return None
         headers = credentials.headers
         name = ""
@@ -267,7 +285,7 @@ class ClientCertificateAuthenticator:
         leaf = self._cas.verify(credentials.peer_certificate_der, now=self._clock.now())
         if leaf is None:
             return None
-        return UserInfo(_common_name(leaf), groups=_organizations(leaf))
+        return UserInfo(leaf.common_name, groups=leaf.organizations)
 
 
 class TokenReviewAuthenticator:

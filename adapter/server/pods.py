@@ -48,8 +48,10 @@ def parse_node(data: Mapping[str, Any]) -> NodeRecord:
     )
 
 
-NAMES_CACHE_SIZE = 256
-"""``(namespace, selector)`` answers of ``pods_for_selector`` kept (the oldest dropped first)."""
+NAMES_CACHE_SIZE = 16384
+"""``(namespace, selector)`` answers of ``pods_for_selector`` kept (the oldest dropped first):
+each HPA asks with its own selector every sync, so the bound is above the number of HPAs of a
+large fleet (10,000); below it, HPAs asked in turn never found their answer kept."""
 
 
 class InformerObjectLister:

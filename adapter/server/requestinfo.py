@@ -67,6 +67,9 @@ def decode_path(raw_path: str) -> tuple[str, tuple[str, ...]]:
     """The decoded path and its segments (leading and trailing ``/`` trimmed, as upstream)."""
     segments = []
     for raw in raw_path.strip("/").split("/"):
+        if "%" not in raw:  # nothing to decode (``unquote`` would return it as it is)
+            segments.append(raw)
+            continue
         if _ESCAPE.search(raw):
             raise RequestPathError(f"invalid URL escape in path segment {raw!r}")
         try:

@@ -94,11 +94,20 @@ class ServerMetrics:
         )
         for result in ("success", "failure"):
             self.config_reloads.labels(result)
+        self._children: dict[tuple[str, ...], tuple[Counter, Histogram]] = {}
+        """The request metrics' children by label values (the label sets are closed, so this
+        stays as small as the series themselves): looked up once per request, not built."""
 
     def observe(self, info: RequestInfo | None, code: int, *, method: str, seconds: float) -> None:
-        labels = request_labels(info, method=method, code=code)
-        self.requests.labels(*labels, str(code)).inc()
-        self.request_duration.labels(*labels).observe(seconds)
+        labels = (*request_labels(info, method=method, code=code), str(code))
+        children = self._children.get(labels)
+        if children is None:
+            children = self._children[labels] = (
+                self.requests.labels(*labels),
+                self.request_duration.labels(*labels[:-1]),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 class ProviderCollector:

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -33,6 +34,7 @@ from adapter.providers import (
     custom_metric_request,
 )
 from adapter.rules import CustomMetricInfo, Series, load_rules
+from adapter.server.wire import custom_value_list
 from tests.adapter.providers.fake_pods import FakePodLister
 from tests.adapter.providers.queriers import InstantOnlyQuerier
 from tests.lab.prometheus import PrometheusServer
@@ -273,19 +275,26 @@ async def pair(
 
 
 def _outcome(result: object) -> object:
+    """The values' fields and the bodies the server answers them with."""
     if isinstance(result, ProviderError):
         return (type(result).__name__, str(result), getattr(result, "cause", None))
     assert isinstance(result, list)
+    bodies = [
+        orjson.dumps(custom_value_list(version, result)) for version in ("v1beta2", "v1beta1")
+    ]
     return [
-        (
-            value.described_object,
-            value.metric,
-            value.value_milli,
-            value.timestamp,
-            value.window_seconds,
-            value.metric_selector,
-        )
-        for value in result
+        bodies,
+        [
+            (
+                value.described_object,
+                value.metric,
+                value.value_milli,
+                value.timestamp,
+                value.window_seconds,
+                value.metric_selector,
+            )
+            for value in result
+        ],
     ]
 
 
