@@ -26,7 +26,6 @@ from adapter.providers import (
     CustomMetricValue,
     ExternalMetricValue,
     NodeUsage,
-    ObjectReference,
     PodUsage,
     label_selector_json,
     milli_text,
@@ -91,27 +90,6 @@ def _described_object(value: CustomMetricValue) -> JsonObject:
     return body
 
 
-DESCRIBED_OBJECTS_SIZE = 8192
-"""``describedObject`` bodies kept by reference identity (all dropped when full)."""
-_described_objects: dict[int, tuple[ObjectReference, JsonObject]] = {}
-
-
-def _shared_described_object(value: CustomMetricValue) -> JsonObject:
-    """``_described_object``, built once per ``ObjectReference`` instance (the providers keep
-    one per object and rendered query, so an HPA's next sync finds it). Keyed by ``id``; the
-    entry holds the reference, so the id cannot be reused while it is kept. The bodies are
-    shared between answers and must never be mutated (they are only serialized)."""
-    ref = value.described_object
-    entry = _described_objects.get(id(ref))
-    if entry is not None and entry[0] is ref:
-        return entry[1]
-    if len(_described_objects) >= DESCRIBED_OBJECTS_SIZE:
-        _described_objects.clear()
-    body = _described_object(value)
-    _described_objects[id(ref)] = (ref, body)
-    return body
-
-
 def custom_item_v1beta2(value: CustomMetricValue) -> JsonObject:
     return _custom_item_v1beta2(
         value,
@@ -152,8 +130,8 @@ def custom_value_list(version: str, values: Sequence[CustomMetricValue]) -> Json
 
     The items of one list mostly share their timestamp (one scrape), and always their metric
     and metric selector, so in v1beta2 each distinct time text and ``metric`` object is made
-    once per list, and each ``describedObject`` once per reference (``_shared_described_object``):
-    what is left per item is one dict and its value text."""
+    once per list: what is left per item is its ``describedObject``, one dict and its value
+    text."""
     if version != "v1beta2":
         items = [custom_item_v1beta1(value) for value in values]
     else:
@@ -174,14 +152,14 @@ def custom_value_list(version: str, values: Sequence[CustomMetricValue]) -> Json
             item: JsonObject
             if window is None:
                 item = {
-                    "describedObject": _shared_described_object(value),
+                    "describedObject": _described_object(value),
                     "metric": metric,
                     "timestamp": time_text,
                     "value": milli_text(value.value_milli),
                 }
             else:
                 item = {
-                    "describedObject": _shared_described_object(value),
+                    "describedObject": _described_object(value),
                     "metric": metric,
                     "timestamp": time_text,
                     "windowSeconds": window,
