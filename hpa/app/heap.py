@@ -12,11 +12,13 @@ objects).
 
 :func:`pause_then_freeze` pauses the collector until the first pass is done (bounded in time: a
 pass that does not end, for instance while another replica holds the Lease or an API server
-refuses the list, keeps it paused for at most ``pause_seconds``), then moves every object alive
-at that moment to the permanent generation (``gc.freeze``), which later collections do not
-walk. Reference counting still frees every object as usual; only objects in reference cycles
-that were alive at the freeze and become garbage later are not reclaimed (the informers'
-records and the controller's per-HPA state are not cyclic).
+refuses the list, keeps it paused for at most ``pause_seconds``), then runs one full collection,
+which reclaims the cyclic garbage the pass left while the collector was paused, and moves every
+object still alive to the permanent generation (``gc.freeze``), which later collections do not
+walk. Without that collection the pass's cyclic garbage would be frozen with the live objects
+and never reclaimed. Reference counting still frees every object as usual; only objects in
+reference cycles that were alive at the freeze and become garbage later are not reclaimed (the
+informers' records and the controller's per-HPA state are not cyclic).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Iterable
+
+import structlog
+
+log = structlog.get_logger("hpa.app.heap")
 
 __all__ = ["DEFAULT_PAUSE_SECONDS", "FirstPass", "pause_then_freeze"]
 
@@ -36,7 +42,8 @@ async def pause_then_freeze(
     done: Callable[[], Awaitable[object]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
 ) -> None:
     """Await ``done()`` with the cyclic collector paused for at most ``pause_seconds``, then
-    (still awaiting ``done()`` if it took longer) freeze the heap. The collector's previous
+    (still awaiting ``done()`` if it took longer) collect the cyclic garbage and freeze what is
+    left (logged as ``first_pass_heap_frozen``). The collector's previous
     state (enabled or not) is restored before the pause ends, whatever ends it (cancellation
     included)."""
     enabled = gc.isenabled()
@@ -49,7 +56,9 @@ async def pause_then_freeze(
         if enabled:
             gc.enable()
     await done()
+    collected = gc.collect()
     gc.freeze()
+    log.info("first_pass_heap_frozen", collected=collected, frozen=gc.get_freeze_count())
 
 
 class FirstPass:
