@@ -413,7 +413,11 @@ def main(argv: list[str] | None = None) -> int:
                 for label, column, unit in (
                     ("pymalloc arenas", "arena_mb", "MB"),
                     ("pymalloc in use", "allocated_block_mb", "MB"),
+                    ("malloc in use", "malloc_in_use_mb", "MB"),
+                    ("malloc free", "malloc_free_mb", "MB"),
+                    ("malloc mapped", "malloc_mapped_mb", "MB"),
                     ("gc objects", "gc_objects", ""),
+                    ("SSLProtocols", "ssl_protocols", ""),
                     ("traced heap", "traced_mb", "MB"),
                 ):
                     if not all(math.isnan(v) for v in columns[column]):

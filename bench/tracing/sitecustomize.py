@@ -9,9 +9,11 @@ nothing.
 :data:`PROBE_COLUMNS`): pymalloc's arenas and the bytes in its allocated blocks (parsed from
 ``sys._debugmallocstats()``, which writes to file descriptor 2: the probe points that descriptor
 at a scratch file for the call, so a log line the main thread writes in that instant is lost),
-the number of allocated blocks, the objects the cyclic collector tracks and those it froze, and
-the traced heap when tracing. Arenas that grow while allocated bytes stay flat are fragmentation;
-allocated bytes that grow are objects kept.
+the number of allocated blocks, glibc's heap in use, free and mapped (``mallinfo2``), the objects
+the cyclic collector tracks and those it froze, asyncio's ``SSLProtocol`` and ``Task`` objects
+among the tracked ones, and the traced heap when tracing. Arenas (or glibc's free bytes) that grow
+while allocated bytes stay flat are fragmentation; allocated bytes that grow are objects kept.
+Under tracing pymalloc's statistics are not available (NaN).
 
 ``HPA_TRACEMALLOC_DIR``: from ``HPA_TRACEMALLOC_START`` seconds on (start-up under tracing is
 twenty times slower, and only what grows later matters), the process traces its allocations
@@ -21,6 +23,7 @@ snapshot to ``DIR/PID-SECONDS.snapshot`` every ``HPA_TRACEMALLOC_SECONDS``.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import re
@@ -36,10 +39,49 @@ PROBE_COLUMNS = (
     "arena_mb",
     "allocated_block_mb",
     "allocated_blocks",
+    "malloc_in_use_mb",
+    "malloc_free_mb",
+    "malloc_mapped_mb",
     "gc_objects",
     "gc_frozen",
+    "ssl_protocols",
+    "tasks",
     "traced_mb",
 )
+
+COUNTED_TYPES = {"SSLProtocol": "ssl_protocols", "Task": "tasks"}
+"""Objects of these types among those the collector tracks (not frozen), by type name."""
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _mallinfo() -> tuple[float, float, float]:
+    """glibc's ``mallinfo2()``: bytes in use and free in its heaps (``[heap]`` and its arenas for
+    threads) and bytes in blocks mapped on their own, in MB (NaN without glibc)."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (AttributeError, OSError):
+        return float("nan"), float("nan"), float("nan")
+    function.restype = _MallInfo2
+    info = function()
+    return info.uordblks / 2**20, info.fordblks / 2**20, info.hblkhd / 2**20
+
 
 _BEGAN = time.monotonic()
 
@@ -80,6 +122,13 @@ def _number(pattern: str, text: str) -> float:
 def probe() -> dict[str, float]:
     """The figures of :data:`PROBE_COLUMNS` now."""
     stats = _malloc_stats()
+    in_use, free, mapped = _mallinfo()
+    objects = gc.get_objects()
+    counted = dict.fromkeys(COUNTED_TYPES.values(), 0.0)
+    for obj in objects:
+        column = COUNTED_TYPES.get(type(obj).__name__)
+        if column is not None:
+            counted[column] += 1
     arenas = _number(r"^(\d+) arenas \*", stats)
     arena_bytes = _number(r"^\d+ arenas \* (\d+) bytes/arena", stats)
     return {
@@ -88,8 +137,12 @@ def probe() -> dict[str, float]:
         "allocated_block_mb": _number(r"^# bytes in allocated blocks\s+=\s+([\d,]+)", stats)
         / 2**20,
         "allocated_blocks": float(sys.getallocatedblocks()),
-        "gc_objects": float(len(gc.get_objects())),
+        "malloc_in_use_mb": in_use,
+        "malloc_free_mb": free,
+        "malloc_mapped_mb": mapped,
+        "gc_objects": float(len(objects)),
         "gc_frozen": float(gc.get_freeze_count()),
+        **counted,
         "traced_mb": tracemalloc.get_traced_memory()[0] / 2**20
         if tracemalloc.is_tracing()
         else float("nan"),
