@@ -385,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
             lab.group.check_alive()
             time.sleep(args.sample_seconds)
         duration = time.monotonic() - started
+        if probes is not None:
+            # one full collection in each process: was what grew garbage awaiting a collection?
+            for pid in processes.values():
+                (probes / f"collect-{pid}").touch()
+            time.sleep(args.sample_seconds + 5)
         print(
             f"bench.soak: {args.minutes:g} min, {args.workloads} HPAs, API faults at "
             f"{args.fault_rate:.0%} ({proxy.describe()}); slopes after {args.warmup_minutes:g} "
@@ -417,13 +422,33 @@ def main(argv: list[str] | None = None) -> int:
                     ("malloc free", "malloc_free_mb", "MB"),
                     ("malloc mapped", "malloc_mapped_mb", "MB"),
                     ("gc objects", "gc_objects", ""),
+                    ("gc full collections", "gc_full_collections", ""),
                     ("SSLProtocols", "ssl_protocols", ""),
                     ("traced heap", "traced_mb", "MB"),
                 ):
-                    if not all(math.isnan(v) for v in columns[column]):
+                    kept = [
+                        (t, v) for t, v in zip(times, columns[column], strict=True) if t <= duration
+                    ]
+                    if not all(math.isnan(v) for _, v in kept):
                         print_slopes(
-                            name, label, unit, times, columns[column], warm=warm, end=duration
+                            name,
+                            label,
+                            unit,
+                            [t for t, _ in kept],
+                            [v for _, v in kept],
+                            warm=warm,
+                            end=duration,
                         )
+                after = [i for i, v in enumerate(columns["collected"]) if not math.isnan(v)]
+                if after and after[0] > 0:
+                    i = after[0]
+                    print(
+                        f"  {name:10} one full collection at the end: "
+                        f"{columns['collected'][i]:.0f} objects unreachable; pymalloc in use "
+                        f"{columns['allocated_block_mb'][i - 1]:.2f} -> "
+                        f"{columns['allocated_block_mb'][i]:.2f} MB, gc objects "
+                        f"{columns['gc_objects'][i - 1]:.0f} -> {columns['gc_objects'][i]:.0f}"
+                    )
         if args.series is not None:
             write_series(args.series, series, probed)
             print(f"  series: {args.series}")

@@ -13,7 +13,10 @@ the number of allocated blocks, glibc's heap in use, free and mapped (``mallinfo
 the cyclic collector tracks and those it froze, asyncio's ``SSLProtocol`` and ``Task`` objects
 among the tracked ones, and the traced heap when tracing. Arenas (or glibc's free bytes) that grow
 while allocated bytes stay flat are fragmentation; allocated bytes that grow are objects kept.
-Under tracing pymalloc's statistics are not available (NaN).
+Under tracing pymalloc's statistics are not available (NaN). When a file ``DIR/collect-PID``
+appears, the next row is taken right after one full collection (``gc.collect()``), whose count
+of objects found unreachable is in ``collected``, and the file is removed: objects that a
+collection frees were cyclic garbage waiting for one, not objects kept.
 
 ``HPA_TRACEMALLOC_DIR``: from ``HPA_TRACEMALLOC_START`` seconds on (start-up under tracing is
 twenty times slower, and only what grows later matters), the process traces its allocations
@@ -47,6 +50,8 @@ PROBE_COLUMNS = (
     "ssl_protocols",
     "tasks",
     "traced_mb",
+    "gc_full_collections",
+    "collected",
 )
 
 COUNTED_TYPES = {"SSLProtocol": "ssl_protocols", "Task": "tasks"}
@@ -143,6 +148,8 @@ def probe() -> dict[str, float]:
         "gc_objects": float(len(objects)),
         "gc_frozen": float(gc.get_freeze_count()),
         **counted,
+        "gc_full_collections": float(gc.get_stats()[2]["collections"]),
+        "collected": float("nan"),
         "traced_mb": tracemalloc.get_traced_memory()[0] / 2**20
         if tracemalloc.is_tracing()
         else float("nan"),
@@ -154,7 +161,13 @@ def _probe_every(directory: Path, *, seconds: float) -> None:
     with path.open("w", buffering=1) as out:
         out.write(",".join(("seconds", *PROBE_COLUMNS)) + "\n")
         while True:
+            request = directory / f"collect-{os.getpid()}"
+            collected = float("nan")
+            if request.exists():
+                collected = float(gc.collect())
+                request.unlink()
             figures = probe()
+            figures["collected"] = collected
             out.write(
                 f"{time.monotonic() - _BEGAN:.1f},"
                 + ",".join(f"{figures[column]:.4f}" for column in PROBE_COLUMNS)
