@@ -105,3 +105,31 @@ async def test_cyclic_garbage_left_during_the_pause_is_reclaimed_not_frozen() ->
     await task
     assert gc.get_freeze_count() > 0
     assert garbage() is None
+
+
+class _Old:
+    """An object in a reference cycle that lives long enough to reach the oldest generation."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _churn(allocations: int) -> None:
+    """Short-lived tracked objects: the collector's own trigger, as a running process makes."""
+    for _ in range(allocations // 800):
+        batch = [[] for _ in range(800)]  # the collector counts allocations net of frees
+        del batch
+
+
+async def test_old_cyclic_garbage_after_the_freeze_is_collected_without_a_manual_collection() -> None:
+    heap = [[{} for _ in range(10)] for _ in range(40_000)]  # a large live heap, frozen below
+    done = asyncio.Event()
+    done.set()
+    await pause_then_freeze(done.wait)
+    old = [_Old() for _ in range(2_000)]
+    _churn(30_000)  # kept through several young collections: promoted to the oldest generation
+    refs = [weakref.ref(item) for item in old]
+    del old
+    _churn(300_000)  # ten young collections per full one
+    assert sum(ref() is not None for ref in refs) == 0
+    del heap
