@@ -20,9 +20,10 @@ collection the pass's cyclic garbage would be frozen with the live objects and n
 reclaimed; without the second, the collector would keep measuring the oldest generation against
 the heap it saw before the freeze and run its next full collection only after a quarter of that
 heap had been promoted again, leaving older cyclic garbage (ended connections, watches,
-exceptions with their tracebacks) in memory for hours. Reference counting still frees every object as usual; only objects in
-reference cycles that were alive at the freeze and become garbage later are not reclaimed (the
-informers' records and the controller's per-HPA state are not cyclic).
+exceptions with their tracebacks) in memory for hours. Reference counting still frees every
+object as usual; only objects in reference cycles that were alive at the freeze and become
+garbage later are not reclaimed (the informers' records and the controller's per-HPA state are
+not cyclic).
 """
 
 from __future__ import annotations

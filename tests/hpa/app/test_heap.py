@@ -117,12 +117,16 @@ class _Old:
 def _churn(allocations: int) -> None:
     """Short-lived tracked objects: the collector's own trigger, as a running process makes."""
     for _ in range(allocations // 800):
-        batch = [[] for _ in range(800)]  # the collector counts allocations net of frees
+        batch: list[list[int]] = [
+            [] for _ in range(800)
+        ]  # the collector counts allocations net of frees
         del batch
 
 
-async def test_old_cyclic_garbage_after_the_freeze_is_collected_without_a_manual_collection() -> None:
-    heap = [[{} for _ in range(10)] for _ in range(40_000)]  # a large live heap, frozen below
+async def test_old_cyclic_garbage_after_the_freeze_is_collected_by_the_collector_itself() -> None:
+    heap: list[list[dict[str, int]]] = [
+        [{} for _ in range(10)] for _ in range(40_000)
+    ]  # a large live heap, frozen below
     done = asyncio.Event()
     done.set()
     await pause_then_freeze(done.wait)
