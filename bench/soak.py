@@ -19,8 +19,17 @@ descriptors (``/proc/PID/fd``) and threads (``Threads``) from ``/proc``, and scr
 task count (``hpa_asyncio_tasks``) from its ``/metrics`` (the controller's on a local port; the
 adapter's with ``/metrics`` among its ``--authorization-always-allow-paths``). At the end it
 prints, per process, the least-squares slope per hour of each series over the run after the
-first ``--warmup-minutes``, and the first and last values. The goal is an RSS slope below 1 MB
-per hour. Slopes are machine-independent enough to compare; absolute RSS is not asserted.
+first ``--warmup-minutes`` and over its last half (a level still being reached flattens there, a
+leak does not), and the first and last values. The goal is an RSS slope below 1 MB per hour.
+Slopes are machine-independent enough to compare; absolute RSS is not asserted.
+
+It also reads each process's anonymous memory from ``/proc/PID/smaps``, split into ``[heap]``
+(glibc's main heap) and the other anonymous mappings (pymalloc's arenas, large blocks mapped on
+their own). Unless ``--no-probe``, an in-process probe (``bench/tracing/sitecustomize.py``)
+records pymalloc's arenas and bytes in use, glibc's ``mallinfo2``, the collector's tracked
+objects and full collections and the ``SSLProtocol`` count, and at the end runs one full
+collection in each process and prints what it freed. ``--series FILE`` writes every sample as
+CSV (``process,source,seconds,column,value``).
 
 ``--tracemalloc DIR`` runs both processes with Python's allocation tracing
 (``bench/tracing/sitecustomize.py``): a heap snapshot every ``--snapshot-minutes``, and at the
