@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 PROBE_COLUMNS = (
@@ -176,31 +177,27 @@ def _probe_every(directory: Path, *, seconds: float) -> None:
             time.sleep(seconds)
 
 
-def _start() -> None:
-    probes = os.environ.get("HPA_PROBE_DIR")
-    if probes:
-        Path(probes).mkdir(parents=True, exist_ok=True)
-        threading.Thread(
-            target=_probe_every,
-            args=(Path(probes),),
-            kwargs={"seconds": float(os.environ.get("HPA_PROBE_SECONDS", "30"))},
-            name="probe",
-            daemon=True,
-        ).start()
-    directory = os.environ.get("HPA_TRACEMALLOC_DIR")
+def _in_background(variable: str, target: Callable[..., None], **kwargs: float) -> None:
+    """Run ``target(DIR, **kwargs)`` in a daemon thread when ``variable`` names a ``DIR``."""
+    directory = os.environ.get(variable)
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
         threading.Thread(
-            target=_dump_every,
-            args=(Path(directory),),
-            kwargs={
-                "start": float(os.environ.get("HPA_TRACEMALLOC_START", "60")),
-                "seconds": float(os.environ.get("HPA_TRACEMALLOC_SECONDS", "300")),
-                "frames": int(os.environ.get("HPA_TRACEMALLOC_FRAMES", "8")),
-            },
-            name="tracemalloc",
-            daemon=True,
+            target=target, args=(Path(directory),), kwargs=kwargs, name=variable, daemon=True
         ).start()
+
+
+def _start() -> None:
+    _in_background(
+        "HPA_PROBE_DIR", _probe_every, seconds=float(os.environ.get("HPA_PROBE_SECONDS", "30"))
+    )
+    _in_background(
+        "HPA_TRACEMALLOC_DIR",
+        _dump_every,
+        start=float(os.environ.get("HPA_TRACEMALLOC_START", "60")),
+        seconds=float(os.environ.get("HPA_TRACEMALLOC_SECONDS", "300")),
+        frames=int(os.environ.get("HPA_TRACEMALLOC_FRAMES", "8")),
+    )
 
 
 _start()
