@@ -19,8 +19,17 @@ descriptors (``/proc/PID/fd``) and threads (``Threads``) from ``/proc``, and scr
 task count (``hpa_asyncio_tasks``) from its ``/metrics`` (the controller's on a local port; the
 adapter's with ``/metrics`` among its ``--authorization-always-allow-paths``). At the end it
 prints, per process, the least-squares slope per hour of each series over the run after the
-first ``--warmup-minutes``, and the first and last values. The goal is an RSS slope below 1 MB
-per hour. Slopes are machine-independent enough to compare; absolute RSS is not asserted.
+first ``--warmup-minutes`` and over its last half (a level still being reached flattens there, a
+leak does not), and the first and last values. The goal is an RSS slope below 1 MB per hour.
+Slopes are machine-independent enough to compare; absolute RSS is not asserted.
+
+It also reads each process's anonymous memory from ``/proc/PID/smaps``, split into ``[heap]``
+(glibc's main heap) and the other anonymous mappings (pymalloc's arenas, large blocks mapped on
+their own). Unless ``--no-probe``, an in-process probe (``bench/tracing/sitecustomize.py``)
+records pymalloc's arenas and bytes in use, glibc's ``mallinfo2``, the collector's tracked
+objects and full collections and the ``SSLProtocol`` count, and at the end runs one full
+collection in each process and prints what it freed. ``--series FILE`` writes every sample as
+CSV (``process,source,seconds,column,value``).
 
 ``--tracemalloc DIR`` runs both processes with Python's allocation tracing
 (``bench/tracing/sitecustomize.py``): a heap snapshot every ``--snapshot-minutes``, and at the
@@ -35,6 +44,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import functools
 import math
 import os
 import random
@@ -70,13 +81,40 @@ REPO = Path(__file__).resolve().parent.parent
 TRACING = REPO / "bench" / "tracing"
 
 
+SERIES_COLUMNS = ("rss_mb", "heap_mb", "other_anon_mb", "fds", "threads", "tasks")
+"""Sampled from outside each process (``/proc``, ``/metrics``), in the ``--series`` CSV."""
+
+
 @dataclass
 class Series:
     times: list[float] = field(default_factory=list)
-    rss_mb: list[float] = field(default_factory=list)
-    fds: list[float] = field(default_factory=list)
-    threads: list[float] = field(default_factory=list)
-    tasks: list[float] = field(default_factory=list)
+    values: dict[str, list[float]] = field(
+        default_factory=lambda: {column: [] for column in SERIES_COLUMNS}
+    )
+
+    def add(self, seconds: float, **values: float) -> None:
+        self.times.append(seconds)
+        for column in SERIES_COLUMNS:
+            self.values[column].append(values[column])
+
+
+def read_anonymous(pid: int) -> tuple[float, float]:
+    """The anonymous memory of ``pid`` in MB (``Anonymous`` of ``/proc/PID/smaps``): in the
+    ``[heap]`` mapping (the C allocator's main ``brk`` area) and in every other mapping
+    (pymalloc's arenas, blocks of 128 KiB or more mapped on their own, stacks)."""
+    heap_kb = other_kb = 0
+    in_heap = False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split(maxsplit=1)[0]
+        if "-" in first and not first.endswith(":"):
+            in_heap = line.rstrip().endswith("[heap]")
+        elif first == "Anonymous:":
+            kb = int(line.split()[1])
+            if in_heap:
+                heap_kb += kb
+            else:
+                other_kb += kb
+    return heap_kb / 1024, other_kb / 1024
 
 
 def read_process(pid: int) -> tuple[float, int, int]:
@@ -123,21 +161,59 @@ def slope_per_hour(times: list[float], values: list[float]) -> float:
 
 
 @contextlib.contextmanager
-def traced(directory: Path | None, *, seconds: float) -> Iterator[None]:
+def traced(
+    directory: Path | None, *, seconds: float, probes: Path | None, probe_seconds: float
+) -> Iterator[None]:
     """While open, processes started run this checkout's code and, with ``directory``, inherit
-    allocation tracing (``bench/tracing``)."""
+    allocation tracing, with ``probes``, the in-process probe (``bench/tracing``)."""
     saved = dict(os.environ)
-    paths = [str(REPO)] if directory is None else [str(TRACING), str(REPO)]
+    probed = directory is not None or probes is not None
+    paths = [str(TRACING), str(REPO)] if probed else [str(REPO)]
     python_path = [*paths, *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(python_path)
     if directory is not None:
         os.environ["HPA_TRACEMALLOC_DIR"] = str(directory)
         os.environ["HPA_TRACEMALLOC_SECONDS"] = f"{seconds:g}"
+    if probes is not None:
+        os.environ["HPA_PROBE_DIR"] = str(probes)
+        os.environ["HPA_PROBE_SECONDS"] = f"{probe_seconds:g}"
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def print_slopes(
+    name: str,
+    label: str,
+    unit: str,
+    times: list[float],
+    values: list[float],
+    *,
+    warm: float,
+    end: float,
+) -> None:
+    """First and last value of a series, its slope per hour after the warm-up and over the
+    last half of the run (a level still being reached flattens there; a leak does not)."""
+    known = [value for value in values if not math.isnan(value)] or [math.nan]
+    after = [(t, v) for t, v in zip(times, values, strict=True) if t >= warm]
+    late = [(t, v) for t, v in zip(times, values, strict=True) if t >= end / 2]
+    print(
+        f"  {name:10} {label:18} {known[0]:9.1f} -> {known[-1]:9.1f} {unit:2} slope "
+        f"{slope_per_hour([t for t, _ in after], [v for _, v in after]):+9.2f} {unit}/h, "
+        f"last half {slope_per_hour([t for t, _ in late], [v for _, v in late]):+9.2f} {unit}/h"
+    )
+
+
+def read_probe(path: Path) -> tuple[list[float], dict[str, list[float]]]:
+    """The rows of a ``PID.probe.csv`` written by ``bench/tracing/sitecustomize.py``."""
+    with path.open() as rows:
+        reader = csv.DictReader(rows)
+        records = list(reader)
+        columns = [c for c in reader.fieldnames or () if c != "seconds"]
+    times = [float(r["seconds"]) for r in records]
+    return times, {c: [float(r[c]) for r in records] for c in columns}
 
 
 def short(filename: str) -> str:
@@ -178,6 +254,26 @@ def report_heap(name: str, pid: int, directory: Path, *, warmup_seconds: float) 
         )
 
 
+def write_series(
+    path: Path,
+    series: dict[str, Series],
+    probed: dict[str, tuple[list[float], dict[str, list[float]]]],
+) -> None:
+    """One CSV row per process, source, sample and column (``process,source,seconds,column,
+    value``); source ``proc`` holds :data:`SERIES_COLUMNS`, ``probe`` the in-process probe's."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["process", "source", "seconds", "column", "value"])
+        for name, s in series.items():
+            for column in SERIES_COLUMNS:
+                for t, v in zip(s.times, s.values[column], strict=True):
+                    writer.writerow([name, "proc", f"{t:.1f}", column, f"{v:.4f}"])
+        for name, (times, columns) in probed.items():
+            for column, values in columns.items():
+                for t, v in zip(times, values, strict=True):
+                    writer.writerow([name, "probe", f"{t:.1f}", column, f"{v:.4f}"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.soak", description=__doc__.split("\n")[0]
@@ -190,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tracemalloc", type=Path, default=None, metavar="DIR")
     parser.add_argument("--snapshot-minutes", type=float, default=5)
+    parser.add_argument("--series", type=Path, default=None, metavar="FILE")
+    parser.add_argument("--no-probe", dest="probe", action="store_false")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     config = LabConfig(control_plane=ControlPlaneConfig(node_count=3))
@@ -198,7 +296,15 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir()
         lab.kubectl("create", "namespace", NAMESPACE)
         every = args.snapshot_minutes * 60
-        with traced(args.tracemalloc, seconds=every):
+        probes = work / "probes" if args.probe else None
+        tracing = functools.partial(
+            traced,
+            args.tracemalloc,
+            seconds=every,
+            probes=probes,
+            probe_seconds=args.sample_seconds,
+        )
+        with tracing():
             adapter = start_adapter(
                 lab,
                 work,
@@ -207,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                 ),
             )
+        launched = {"adapter": time.monotonic()}
         client = issue_certificate(
             lab.pki.ca,
             work / USER,
@@ -236,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             )
         controller_port = free_port("127.0.0.1")
-        with traced(args.tracemalloc, seconds=every):
+        with tracing():
             controller = start_controller(
                 lab,
                 USER,
@@ -247,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"--port={controller_port}",
                 ],
             )
+        launched["controller"] = time.monotonic()
         proxy.set_rate(args.fault_rate)
         processes = {"controller": controller.process.pid, "adapter": adapter.process.pid}
         adapter_argv = [str(arg) for arg in adapter.process.args]  # type: ignore[union-attr]
@@ -273,35 +381,86 @@ def main(argv: list[str] | None = None) -> int:
                 next_load = now + 60
             for name, pid in processes.items():
                 rss, fds, threads = read_process(pid)
-                s = series[name]
-                s.times.append(now - started)
-                s.rss_mb.append(rss)
-                s.fds.append(fds)
-                s.threads.append(threads)
-                s.tasks.append(scrape_tasks(*scrapes[name]))
+                heap, other = read_anonymous(pid)
+                series[name].add(
+                    now - started,
+                    rss_mb=rss,
+                    heap_mb=heap,
+                    other_anon_mb=other,
+                    fds=fds,
+                    threads=threads,
+                    tasks=scrape_tasks(*scrapes[name]),
+                )
             lab.group.check_alive()
             time.sleep(args.sample_seconds)
+        duration = time.monotonic() - started
+        if probes is not None:
+            # one full collection in each process: was what grew garbage awaiting a collection?
+            for pid in processes.values():
+                (probes / f"collect-{pid}").touch()
+            time.sleep(args.sample_seconds + 5)
         print(
             f"bench.soak: {args.minutes:g} min, {args.workloads} HPAs, API faults at "
             f"{args.fault_rate:.0%} ({proxy.describe()}); slopes after {args.warmup_minutes:g} "
-            "min of warm-up"
+            "min of warm-up and over the last half"
         )
         warm = args.warmup_minutes * 60
+        probed: dict[str, tuple[list[float], dict[str, list[float]]]] = {}
+        for name, pid in processes.items():
+            path = probes / f"{pid}.probe.csv" if probes is not None else None
+            if path is not None and path.exists():
+                times, columns = read_probe(path)
+                shift = launched[name] - started
+                probed[name] = ([t + shift for t in times], columns)
         for name, s in series.items():
-            keep = [i for i, t in enumerate(s.times) if t >= warm]
-            times = [s.times[i] for i in keep]
-            for label, values, unit in (
-                ("RSS", s.rss_mb, "MB"),
-                ("open fds", s.fds, ""),
-                ("threads", s.threads, ""),
-                ("tasks", s.tasks, ""),
+            for label, column, unit in (
+                ("RSS", "rss_mb", "MB"),
+                ("anon [heap]", "heap_mb", "MB"),
+                ("anon other", "other_anon_mb", "MB"),
+                ("open fds", "fds", ""),
+                ("threads", "threads", ""),
+                ("tasks", "tasks", ""),
             ):
-                kept = [values[i] for i in keep]
-                known = [value for value in values if not math.isnan(value)] or [math.nan]
-                print(
-                    f"  {name:10} {label:8} {known[0]:8.1f} -> {known[-1]:8.1f} {unit:2} "
-                    f"slope {slope_per_hour(times, kept):+8.2f} {unit}/h"
-                )
+                print_slopes(name, label, unit, s.times, s.values[column], warm=warm, end=duration)
+            if name in probed:
+                times, columns = probed[name]
+                for label, column, unit in (
+                    ("pymalloc arenas", "arena_mb", "MB"),
+                    ("pymalloc in use", "allocated_block_mb", "MB"),
+                    ("malloc in use", "malloc_in_use_mb", "MB"),
+                    ("malloc free", "malloc_free_mb", "MB"),
+                    ("malloc mapped", "malloc_mapped_mb", "MB"),
+                    ("gc objects", "gc_objects", ""),
+                    ("gc full collections", "gc_full_collections", ""),
+                    ("SSLProtocols", "ssl_protocols", ""),
+                    ("traced heap", "traced_mb", "MB"),
+                ):
+                    kept = [
+                        (t, v) for t, v in zip(times, columns[column], strict=True) if t <= duration
+                    ]
+                    if not all(math.isnan(v) for _, v in kept):
+                        print_slopes(
+                            name,
+                            label,
+                            unit,
+                            [t for t, _ in kept],
+                            [v for _, v in kept],
+                            warm=warm,
+                            end=duration,
+                        )
+                after = [i for i, v in enumerate(columns["collected"]) if not math.isnan(v)]
+                if after and after[0] > 0:
+                    i = after[0]
+                    print(
+                        f"  {name:10} one full collection at the end: "
+                        f"{columns['collected'][i]:.0f} objects unreachable; pymalloc in use "
+                        f"{columns['allocated_block_mb'][i - 1]:.2f} -> "
+                        f"{columns['allocated_block_mb'][i]:.2f} MB, gc objects "
+                        f"{columns['gc_objects'][i - 1]:.0f} -> {columns['gc_objects'][i]:.0f}"
+                    )
+        if args.series is not None:
+            write_series(args.series, series, probed)
+            print(f"  series: {args.series}")
         if args.tracemalloc is not None:
             for name, pid in processes.items():
                 report_heap(name, pid, args.tracemalloc, warmup_seconds=warm)

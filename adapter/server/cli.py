@@ -59,6 +59,7 @@ from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_cli
 from hpa.kube.informer import Informer
 from hpa.kube.logs import INPUT_ERRORS
 from hpa.kube.records import PodRecord, parse_pod
+from hpa.kube.runtime import collect_periodically
 from hpa.kube.serving import TLSSite
 from hpa.kube.tls import ServingCertificates, write_self_signed
 
@@ -461,7 +462,11 @@ def main(args: argparse.Namespace) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop=stop, started=lambda _port: tune_garbage_collector())
+        collector = asyncio.create_task(collect_periodically(), name="full-collections")
+        try:
+            await serve(settings, stop=stop, started=lambda _port: tune_garbage_collector())
+        finally:
+            collector.cancel()
 
     try:
         settings = settings_from_args(args)

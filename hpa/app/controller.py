@@ -107,6 +107,7 @@ from hpa.kube.records import (
     parse_pod,
     parse_workload,
 )
+from hpa.kube.runtime import collect_periodically
 from hpa.metrics.rest import RESTMetricsClient
 
 __all__ = [
@@ -244,7 +245,7 @@ class HorizontalControllerApp:
     async def work(self) -> None:
         """Wait for the caches, then (while leading) reconcile until cancelled."""
         # no cyclic collection during the first full pass, then its heap frozen (hpa.app.heap)
-        heap = asyncio.create_task(pause_then_freeze(self._first_pass), name="first-pass-heap")
+        heap = asyncio.create_task(self._heap(), name="first-pass-heap")
         try:
             await wait_all_synced([self.hpa_informer, self.pod_informer])
             log.info("caches_synced", hpas=len(self.hpa_informer.store))
@@ -262,6 +263,12 @@ class HorizontalControllerApp:
 
     async def _first_pass(self) -> None:
         await self.first_pass.done.wait()
+
+    async def _heap(self) -> None:
+        """The first pass's heap frozen, then a full collection every two minutes
+        (``hpa.kube.runtime.collect_periodically``)."""
+        await pause_then_freeze(self._first_pass)
+        await collect_periodically()
 
     async def _reconcile(self, key: str) -> None:
         try:

@@ -12,12 +12,18 @@ objects).
 
 :func:`pause_then_freeze` pauses the collector until the first pass is done (bounded in time: a
 pass that does not end, for instance while another replica holds the Lease or an API server
-refuses the list, keeps it paused for at most ``pause_seconds``), then moves every object alive
-at that moment to the permanent generation (``gc.freeze``, before the collector is back, so the
-pass's heap is not walked once more on the way), which later collections do not
-walk. Reference counting still frees every object as usual; only objects in reference cycles
-that were alive at the freeze and become garbage later are not reclaimed (the informers'
-records and the controller's per-HPA state are not cyclic).
+refuses the list, keeps it paused for at most ``pause_seconds``), then runs one full collection,
+which reclaims the cyclic garbage the pass left while the collector was paused, moves every
+object still alive to the permanent generation (``gc.freeze``), which later collections do not
+walk, and runs one more collection over what is not frozen (nearly nothing). Without the first
+collection the pass's cyclic garbage would be frozen with the live objects and never
+reclaimed; without the second, the collector would keep measuring the oldest generation against
+the heap it saw before the freeze and run its next full collection only after a quarter of that
+heap had been promoted again, leaving older cyclic garbage (ended connections, watches,
+exceptions with their tracebacks) in memory for hours. Reference counting still frees every
+object as usual; only objects in reference cycles that were alive at the freeze and become
+garbage later are not reclaimed (the informers' records and the controller's per-HPA state are
+not cyclic).
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Iterable
+
+import structlog
+
+log = structlog.get_logger("hpa.app.heap")
 
 __all__ = ["DEFAULT_PAUSE_SECONDS", "FirstPass", "pause_then_freeze"]
 
@@ -37,7 +47,8 @@ async def pause_then_freeze(
     done: Callable[[], Awaitable[object]], *, pause_seconds: float = DEFAULT_PAUSE_SECONDS
 ) -> None:
     """Await ``done()`` with the cyclic collector paused for at most ``pause_seconds``, then
-    (still awaiting ``done()`` if it took longer) freeze the heap. The collector's previous
+    (still awaiting ``done()`` if it took longer) collect the cyclic garbage and freeze what is
+    left (logged as ``first_pass_heap_frozen``). The collector's previous
     state (enabled or not) is restored before the pause ends, whatever ends it (cancellation
     included)."""
     enabled = gc.isenabled()
@@ -46,12 +57,20 @@ async def pause_then_freeze(
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(pause_seconds):
                 await done()
-                gc.freeze()  # before the collector is back: no full collection of the pass's heap
     finally:
         if enabled:
             gc.enable()
     await done()
+    collected = gc.collect()
     gc.freeze()
+    # The collector starts a full collection only once the objects promoted to the oldest
+    # generation since the last one exceed a quarter of those that survived it; that last one
+    # saw the whole heap, frozen now. A collection of the (empty) oldest generation resets that
+    # count to the unfrozen survivors, or cyclic garbage old enough to reach the oldest
+    # generation (a connection or a watch that ended after minutes) would wait for promotions
+    # of a quarter of the frozen heap: hours.
+    gc.collect()
+    log.info("first_pass_heap_frozen", collected=collected, frozen=gc.get_freeze_count())
 
 
 class FirstPass:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -85,3 +86,54 @@ def test_a_first_pass_over_no_keys_is_done_at_once() -> None:
     first = FirstPass()
     first.start([])
     assert first.done.is_set()
+
+
+class _Node:
+    """An object in a reference cycle (only the cyclic collector frees it)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_cyclic_garbage_left_during_the_pause_is_reclaimed_not_frozen() -> None:
+    done = asyncio.Event()
+    task = asyncio.create_task(pause_then_freeze(done.wait))
+    await asyncio.sleep(0)
+    garbage = weakref.ref(_Node())  # garbage from the start, in a cycle: not freed while paused
+    assert garbage() is not None
+    done.set()
+    await task
+    assert gc.get_freeze_count() > 0
+    assert garbage() is None
+
+
+class _Old:
+    """An object in a reference cycle that lives long enough to reach the oldest generation."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _churn(allocations: int) -> None:
+    """Short-lived tracked objects: the collector's own trigger, as a running process makes."""
+    for _ in range(allocations // 800):
+        batch: list[list[int]] = [
+            [] for _ in range(800)
+        ]  # the collector counts allocations net of frees
+        del batch
+
+
+async def test_old_cyclic_garbage_after_the_freeze_is_collected_by_the_collector_itself() -> None:
+    heap: list[list[dict[str, int]]] = [
+        [{} for _ in range(10)] for _ in range(40_000)
+    ]  # a large live heap, frozen below
+    done = asyncio.Event()
+    done.set()
+    await pause_then_freeze(done.wait)
+    old = [_Old() for _ in range(2_000)]
+    _churn(30_000)  # kept through several young collections: promoted to the oldest generation
+    refs = [weakref.ref(item) for item in old]
+    del old
+    _churn(300_000)  # ten young collections per full one
+    assert sum(ref() is not None for ref in refs) == 0
+    del heap
