@@ -181,28 +181,28 @@ async def test_a_list_with_labels_that_are_not_strings_leaves_each_read_to_its_r
     )
 
 
-async def test_a_list_without_any_labels_leaves_each_read_to_its_request() -> None:
-    """A metrics server that filters on the pods' labels but does not copy them onto its
-    ``PodMetrics``: filtering its namespace list here would select no pod at all."""
-    items = fleet(3, 2)
-    server = MetricsServer(items)
-    unlabelled = [{**i, "metadata": {"name": i["metadata"]["name"]}} for i in items]
+@dataclass
+class UnlabelledServer:
+    """A metrics server that filters on the pods' labels (``server``) but does not copy them
+    onto its ``PodMetrics``."""
 
-    async def get(path: str, *, params: Mapping[str, str] | None = None) -> Mapping[str, Any]:
-        answer = dict(await server.get(path, params=params))
-        names = {i["metadata"]["name"] for i in answer["items"]}
-        answer["items"] = [i for i in unlabelled if i["metadata"]["name"] in names]
+    server: MetricsServer
+
+    async def get(self, path: str, *, params: Mapping[str, str] | None = None) -> Mapping[str, Any]:
+        answer = dict(await self.server.get(path, params=params))
+        answer["items"] = [
+            {**item, "metadata": {"name": item["metadata"]["name"]}} for item in answer["items"]
+        ]
         return answer
 
-    @dataclass
-    class Unlabelled:
-        async def get(
-            self, path: str, *, params: Mapping[str, str] | None = None
-        ) -> Mapping[str, Any]:
-            return await get(path, params=params)
 
+async def test_a_list_without_any_labels_leaves_each_read_to_its_request() -> None:
+    """Filtering such a server's namespace list here would select no pod at all."""
+    server = MetricsServer(fleet(3, 2))
     selectors = ["app=app-0", "app=app-1", "app=app-2"]
-    client = ResourceMetricsClient(Unlabelled(), share_namespace_reads=True, share_after=1)
+    client = ResourceMetricsClient(
+        UnlabelledServer(server), share_namespace_reads=True, share_after=1
+    )
     results = await read_all(client, server, selectors)
     assert server.requests == ["app=app-0", "", "app=app-1", "app=app-2"]
     assert all(isinstance(r, PodMetricsObservation) and len(r.metrics) == 2 for r in results)
