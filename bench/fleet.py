@@ -200,6 +200,54 @@ async def run_fixture(directory: Path, fleet: Fleet, pki_dir: Path) -> None:
         await stopping.wait()
 
 
+LOOP_LAG_RECORDER = """\
+import asyncio, gc, json, runpy, signal, sys, threading, time, traceback
+out, sys.argv = sys.argv[1], sys.argv[2:]
+TICK = 0.01
+main, beat, ticks, stalls, pauses, started = threading.get_ident(), [0.0], [], [], [], [0.0]
+async def tick():
+    while True:
+        before = time.monotonic()
+        await asyncio.sleep(TICK)
+        beat[0] = now = time.monotonic()
+        ticks.append((now, now - before - TICK))
+def watch():
+    seen = 0.0
+    while True:
+        time.sleep(TICK / 2)
+        blocked = time.monotonic() - beat[0]
+        if beat[0] and blocked > 5 * TICK and beat[0] != seen and len(stalls) < 5000:
+            seen = beat[0]
+            frame = sys._current_frames().get(main)
+            stack = traceback.format_stack(frame, limit=14) if frame is not None else []
+            stalls.append((time.monotonic(), blocked, "".join(stack)))
+def record(phase, info):
+    if phase == "start":
+        started[0] = time.perf_counter()
+    else:
+        pauses.append((info["generation"], time.perf_counter() - started[0], time.monotonic()))
+gc.callbacks.append(record)
+original = asyncio.base_events.BaseEventLoop.run_forever
+def run_forever(self):
+    if not getattr(self, "_lag_ticker", False):
+        self._lag_ticker = True
+        self.call_soon(lambda: self.create_task(tick()))
+    return original(self)
+asyncio.base_events.BaseEventLoop.run_forever = run_forever
+threading.Thread(target=watch, daemon=True).start()
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+try:
+    runpy.run_module("hpa", run_name="__main__", alter_sys=True)
+finally:
+    with open(out, "w") as file:
+        json.dump({"ticks": ticks, "stalls": stalls, "gc": pauses}, file)
+"""
+"""``python -c LOOP_LAG_RECORDER FILE hpa adapter ...`` (``--loop-lag``): the adapter with a task
+that sleeps 10 ms at a time on its event loop, recording how late each wake-up is (the loop's
+lag), a thread that records the loop's stack whenever the loop has not woken that task for
+50 ms (what blocks it), and every cyclic collection's pause; written to FILE at exit."""
+
+
 # ---------------------------------------------------------------- measuring
 
 
@@ -219,6 +267,10 @@ class Phase:
     prometheus_idle_cores: float = 0.0
     queries: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    measured: tuple[float, float] = (0.0, 0.0)
+    """When the measured load started and ended (``time.monotonic()``, the system's clock)."""
+    loop: list[str] = field(default_factory=list)
+    """The adapter's event-loop lag during the measured load (``--loop-lag``), as lines."""
 
 
 def hpa_requests(fleet: Fleet, host: str, port: int) -> list[bytes]:
@@ -313,7 +365,8 @@ async def load_phase(
             duration_seconds=seconds,
             max_connections=MAX_CONNECTIONS,
         )
-        segment.wall_seconds = time.monotonic() - started
+        ended = time.monotonic()
+        segment.wall_seconds = ended - started
         segment.adapter_cpu_seconds = process_cpu_seconds(adapter_pid) - adapter_before
         prometheus_cpu = process_cpu_seconds(prometheus_pid) - prometheus_before
         queries = await scrape_metric(url, context, QUERIES_SENT) - queries_before
@@ -323,7 +376,9 @@ async def load_phase(
         }
     finally:
         pool.close()
-    return Phase(name, segment, prometheus_cpu, idle_cores, queries, extra=paths)
+    return Phase(
+        name, segment, prometheus_cpu, idle_cores, queries, extra=paths, measured=(started, ended)
+    )
 
 
 async def wait_ready(url: str, context: ssl.SSLContext, probe: bytes, items: int) -> None:
@@ -357,6 +412,7 @@ def start_adapter(
     kube_url: str,
     prometheus_url: str,
     extra: Sequence[str],
+    loop_lag: Path | None = None,
 ) -> tuple[str, Any]:
     config = workdir / f"rules-{name}.yaml"
     config.write_text(rules)
@@ -372,6 +428,8 @@ def start_adapter(
         prometheus_url=prometheus_url,
         max_sample_age=None,
     )
+    if loop_lag is not None:
+        argv[1:2] = ["-c", LOOP_LAG_RECORDER, str(loop_lag)]
     process = processes.spawn([*argv, *extra], log_path=log_path, source=args.adapter_source)
     return f"https://127.0.0.1:{port}", process
 
@@ -478,7 +536,12 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
                 rules=RULES,
                 kube_url=kube_url,
                 prometheus_url=prometheus.url,
-                extra=["--batch-max-age=7.5s", f"--staleness-probe-reuse={args.probe_reuse}"],
+                extra=[
+                    "--batch-max-age=7.5s",
+                    f"--staleness-probe-reuse={args.probe_reuse}",
+                    *args.batched_flag,
+                ],
+                loop_lag=workdir / "loop-lag.json" if args.loop_lag else None,
             )
             requests = hpa_requests(fleet, "127.0.0.1", int(url.rpartition(":")[2]))
             try:
@@ -532,6 +595,10 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
                 raise RuntimeError(f"{error}\n{tail(workdir / 'adapter-batched.log')}") from None
             finally:
                 stop(adapter)
+            if args.loop_lag:
+                for phase in result.phases:
+                    if phase.name == "batched":
+                        phase.loop = loop_lag_lines(workdir / "loop-lag.json", phase.measured)
 
         # 4. relist memory: the same adapter without and with the bulk rule
         if "relist" in args.phases and fleet.bulk_series:
@@ -573,6 +640,36 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
     finally:
         processes.stop_all()
         prometheus.stop()
+
+
+def loop_lag_lines(path: Path, window: tuple[float, float]) -> list[str]:
+    """The ``LOOP_LAG_RECORDER`` file's figures within ``window``: the lag of the loop's
+    wake-ups, its stalls of 50 ms or more with the stack found, and the collections' pauses."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        return [f"loop lag: no record ({error})"]
+    start, end = window
+    lags = [lag for at, lag in data["ticks"] if start <= at <= end]
+    stalls = [(at, blocked, stack) for at, blocked, stack in data["stalls"] if start <= at <= end]
+    pauses = [(gen, pause) for gen, pause, at in data["gc"] if start <= at <= end]
+    lines = [
+        f"adapter loop lag ({len(lags)} wake-ups of a 10 ms sleep): p50 "
+        f"{percentile(lags, 0.5) * 1000:.1f} ms, p99 {percentile(lags, 0.99) * 1000:.1f} ms, "
+        f"max {max(lags, default=0.0) * 1000:.1f} ms, wake-ups later than 20 ms: "
+        f"{sum(lag > 0.02 for lag in lags)}; {len(stalls)} stalls seen of 50 ms or more; "
+        f"collections {len(pauses)}, longest "
+        f"{max((pause for _, pause in pauses), default=0.0) * 1000:.1f} ms (generation 2: "
+        f"{sum(gen == 2 for gen, _ in pauses)})"
+    ]
+    counts: dict[str, int] = {}
+    for _, _, stack in stalls:
+        frames = [line.strip() for line in stack.splitlines() if line.strip().startswith("File")]
+        key = " <- ".join(reversed(frames[-4:]))
+        counts[key] = counts.get(key, 0) + 1
+    for key, count in sorted(counts.items(), key=lambda item: -item[1])[:5]:
+        lines.append(f"  stall x{count}: {key}")
+    return lines
 
 
 def render(result: Result, *, command: str) -> str:
@@ -632,6 +729,7 @@ def render(result: Result, *, command: str) -> str:
                 f"CPU-ms per request; client lag p99 "
                 f"{ms(percentile(segment.lags_seconds, 0.99))} ms"
             )
+        lines.extend(phase.loop)
         for sample in segment.error_samples:
             lines.append(f"error ({phase.name}): {sample}")
     if result.failure:
@@ -666,6 +764,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--window", type=int, default=1200, help="seconds of samples after the start"
+    )
+    group.add_argument(
+        "--loop-lag",
+        action="store_true",
+        help="record the batched adapter's event-loop lag, what stalls it, and its collections",
+    )
+    group.add_argument(
+        "--batched-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more flag for the batched adapter (repeatable), e.g. "
+        "--batched-flag=--max-series=5000",
     )
     group.add_argument(
         "--phases",
