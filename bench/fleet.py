@@ -205,6 +205,7 @@ import asyncio, gc, json, runpy, signal, sys, threading, time, traceback
 out, sys.argv = sys.argv[1], sys.argv[2:]
 TICK = 0.01
 main, beat, ticks, stalls, pauses, started = threading.get_ident(), [0.0], [], [], [], [0.0]
+born, census = time.monotonic(), {}
 async def tick():
     while True:
         before = time.monotonic()
@@ -227,6 +228,15 @@ def record(phase, info):
     else:
         pauses.append((info["generation"], time.perf_counter() - started[0], time.monotonic()))
 gc.callbacks.append(record)
+def count_heap(*_):
+    found = gc.get_objects()
+    census["tracked"], census["frozen"] = len(found), gc.get_freeze_count()
+    kinds = {}
+    for item in found:
+        kinds[type(item).__name__] = kinds.get(type(item).__name__, 0) + 1
+    census["kinds"] = sorted(kinds.items(), key=lambda kind: -kind[1])[:12]
+    del found
+signal.signal(signal.SIGUSR1, count_heap)
 original = asyncio.base_events.BaseEventLoop.run_forever
 def run_forever(self):
     if not getattr(self, "_lag_ticker", False):
@@ -240,12 +250,15 @@ try:
     runpy.run_module("hpa", run_name="__main__", alter_sys=True)
 finally:
     with open(out, "w") as file:
-        json.dump({"ticks": ticks, "stalls": stalls, "gc": pauses}, file)
+        json.dump(
+            {"ticks": ticks, "stalls": stalls, "gc": pauses, "born": born, "heap": census}, file
+        )
 """
 """``python -c LOOP_LAG_RECORDER FILE hpa adapter ...`` (``--loop-lag``): the adapter with a task
 that sleeps 10 ms at a time on its event loop, recording how late each wake-up is (the loop's
 lag), a thread that records the loop's stack whenever the loop has not woken that task for
-50 ms (what blocks it), and every cyclic collection's pause; written to FILE at exit."""
+50 ms (what blocks it), every cyclic collection's pause, and on ``SIGUSR1`` a census of the
+objects the collector tracks (the bench sends it after the load); written to FILE at exit."""
 
 
 # ---------------------------------------------------------------- measuring
@@ -594,6 +607,9 @@ def run(args: argparse.Namespace, workdir: Path) -> Result:
             except RuntimeError as error:
                 raise RuntimeError(f"{error}\n{tail(workdir / 'adapter-batched.log')}") from None
             finally:
+                if args.loop_lag and adapter.poll() is None:
+                    adapter.send_signal(signal.SIGUSR1)  # the heap census (LOOP_LAG_RECORDER)
+                    time.sleep(5.0)
                 stop(adapter)
             if args.loop_lag:
                 for phase in result.phases:
@@ -653,6 +669,11 @@ def loop_lag_lines(path: Path, window: tuple[float, float]) -> list[str]:
     lags = [lag for at, lag in data["ticks"] if start <= at <= end]
     stalls = [(at, blocked, stack) for at, blocked, stack in data["stalls"] if start <= at <= end]
     pauses = [(gen, pause) for gen, pause, at in data["gc"] if start <= at <= end]
+    full = [
+        f"{pause * 1000:.0f} ms at {at - data['born']:.0f} s"
+        for gen, pause, at in data["gc"]
+        if gen == 2 and start <= at <= end
+    ]
     lines = [
         f"adapter loop lag ({len(lags)} wake-ups of a 10 ms sleep): p50 "
         f"{percentile(lags, 0.5) * 1000:.1f} ms, p99 {percentile(lags, 0.99) * 1000:.1f} ms, "
@@ -660,7 +681,11 @@ def loop_lag_lines(path: Path, window: tuple[float, float]) -> list[str]:
         f"{sum(lag > 0.02 for lag in lags)}; {len(stalls)} stalls seen of 50 ms or more; "
         f"collections {len(pauses)}, longest "
         f"{max((pause for _, pause in pauses), default=0.0) * 1000:.1f} ms (generation 2: "
-        f"{sum(gen == 2 for gen, _ in pauses)})"
+        f"{sum(gen == 2 for gen, _ in pauses)}: {', '.join(full) or 'none'} after the adapter "
+        f"started); longer than 20 ms: {sorted(round(p * 1000) for _, p in pauses if p > 0.02)}",
+        f"  stalls (s into the load, ms): "
+        f"{[(round(at - start, 1), round(blocked * 1000)) for at, blocked, _ in stalls]}",
+        f"  heap after the load: {data['heap']}",
     ]
     counts: dict[str, int] = {}
     for _, _, stack in stalls:
