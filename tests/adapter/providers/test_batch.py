@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from adapter.prometheus.results import InstantResult, Sample, decode_instant, split_vector_answer
-from adapter.prometheus.slicing import SLICE_BYTES
+from adapter.prometheus.slicing import SLICE_BYTES, SLICE_SAMPLES
 from adapter.providers import (
     BatchSettings,
     CustomMetricsProvider,
@@ -446,3 +446,37 @@ async def test_a_slow_evaluation_keeps_renewals_early_for_a_few_fast_ones() -> N
     await ask()
     await batcher.wait_for_refreshes()
     assert len(querier.queries) == 3  # renewed at 2.8 s, before REFRESH_AHEAD of the max age
+
+
+async def test_checking_a_kept_probe_against_many_values_lets_requests_run() -> None:
+    count = 5 * SLICE_SAMPLES
+    querier = ScriptedQuerier(_samples(count))
+    querier.answers[PROBE] = tuple(Sample(s.labels, 100.0, "95") for s in querier.samples)
+    clock = FakeClock()
+    batcher = _batcher(querier, clock, max_sample_age_seconds=60.0, probe_reuse_seconds=20.0)
+
+    async def ask() -> Snapshot:
+        return await batcher.snapshot("k", lambda: PROBED_PLAN, family="k", timeout_seconds=None)
+
+    await ask()  # value query and probe: the probe proves every value, it is kept
+    await clock.advance(7.6)
+    turns = 0
+    stop = False
+
+    async def other_requests() -> None:
+        nonlocal turns
+        while not stop:
+            turns += 1
+            await asyncio.sleep(0)
+
+    others = asyncio.create_task(other_requests())
+    await asyncio.sleep(0)
+    started = turns
+    renewed = await ask()  # the value query alone, checked against the kept probe
+    stop = True
+    await others
+    assert renewed.freshness_in("ns-1")["p-1"] == (95.0, 5.0)
+    assert [query for query, _ in querier.queries[2:]] == [PROBED_PLAN.query]
+    # indexing the values and checking them against the kept probe each give the loop a turn
+    # every SLICE_SAMPLES values
+    assert turns - started >= 2 * (count // SLICE_SAMPLES) - 1
