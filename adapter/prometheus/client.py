@@ -133,8 +133,11 @@ class BaseURL(NamedTuple):
 
 
 LARGE_ANSWER_BYTES = 1 << 20
-"""Answers this large or larger are decoded a slice at a time on the event loop (instant
-queries: ``adapter.prometheus.slicing``) or in a worker thread (series, range queries)."""
+"""Series and range answers this large or larger are decoded in a worker thread."""
+SLICED_ANSWER_BYTES = 4 * SLICE_BYTES
+"""Instant answers this large or larger (256 KiB, about 2,500 samples) are decoded a slice at a
+time on the event loop (``adapter.prometheus.slicing``): decoded whole, an answer just under
+1 MiB (10,000 samples, a batch of 10 namespaces of 1,000 pods) held the loop for 60 ms."""
 
 
 def _decode_answer(
@@ -298,7 +301,7 @@ class PrometheusClient:
     ) -> InstantResult:
         """``Query``: an instant query (at Prometheus's now unless ``time_seconds`` is given).
 
-        in_parts: a large vector (``LARGE_ANSWER_BYTES``) comes back with its leading samples
+        in_parts: a large vector (``SLICED_ANSWER_BYTES``) comes back with its leading samples
         undecoded (``InstantResult.parts``), for a caller that decodes and uses them a part at
         a time, so that they never all live at once."""
         params: list[tuple[str, str]] = [("query", query)]
@@ -418,9 +421,10 @@ class PrometheusClient:
         sliced: bool = False,
         in_parts: bool = False,
     ) -> Any:
-        """The answer, decoded by ``decode``. An answer of ``LARGE_ANSWER_BYTES`` or more is
-        decoded a slice at a time on the event loop when ``sliced`` (a batched evaluation's:
-        ``_decode_instant_in_slices``), else in a worker thread (a relist's)."""
+        """The answer, decoded by ``decode``. An instant answer (``sliced``) of
+        ``SLICED_ANSWER_BYTES`` or more is decoded a slice at a time on the event loop (a
+        batched evaluation's: ``_decode_instant_in_slices``); another answer of
+        ``LARGE_ANSWER_BYTES`` or more in a worker thread (a relist's)."""
         loop = asyncio.get_running_loop()
         async with self._semaphore:
             remaining = deadline - loop.time()
@@ -431,7 +435,7 @@ class PrometheusClient:
             started = loop.time()
             try:
                 response = await self._send(path, sent)
-                if sliced and len(response.body) >= LARGE_ANSWER_BYTES:
+                if sliced and len(response.body) >= SLICED_ANSWER_BYTES:
                     return await self._decode_instant_in_slices(
                         path, response, budget_seconds, in_parts=in_parts
                     )

@@ -27,6 +27,7 @@ from adapter.prometheus import (
     PrometheusTimeoutError,
     TLSConfig,
 )
+from adapter.prometheus.client import LARGE_ANSWER_BYTES, SLICED_ANSWER_BYTES
 from adapter.prometheus.results import decode_part
 from adapter.rules import Series
 from tests.fakes.prometheus import FakePrometheus, FakeSample
@@ -462,6 +463,23 @@ async def test_a_large_answer_in_parts_decodes_part_by_part_to_the_same_samples(
     async with connect(prometheus) as client:
         answer = await client.query("x", in_parts=True)
     assert len(answer.parts) > 10
+    samples = [s for part in answer.parts for s in decode_part(part, endpoint="/api/v1/query")]
+    samples += answer.samples
+    assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in samples] == [
+        [item["metric"], item["value"]] for item in result
+    ]
+
+
+async def test_an_answer_under_a_mebibyte_is_left_in_parts_too(prometheus: FakePrometheus) -> None:
+    """An answer of some thousands of samples (a batch over a few namespaces) is not decoded in
+    one call either: it comes in parts, decoded one per slice of the loop."""
+    result = large_vector(4_000)
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    assert SLICED_ANSWER_BYTES <= len(orjson.dumps(body)) < LARGE_ANSWER_BYTES
+    prometheus.fail("/api/v1/query", status=200, body=body)
+    async with connect(prometheus) as client:
+        answer = await client.query("x", in_parts=True)
+    assert len(answer.parts) >= 4
     samples = [s for part in answer.parts for s in decode_part(part, endpoint="/api/v1/query")]
     samples += answer.samples
     assert [[s.labels, [s.timestamp_seconds, s.value_text]] for s in samples] == [
