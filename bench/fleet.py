@@ -359,8 +359,7 @@ async def load_phase(
         # warm-up: connections, authorization cache, the first batched evaluation, and every
         # request asked once (up to one HPA period) as an adapter serving a fleet has been: the
         # first request for an HPA builds what later ones reuse (its plan, its pods' object
-        # references), and at full size building that for 7,000 HPAs inside the measured 30 s
-        # set off a full cyclic collection there
+        # references)
         await open_loop(
             path,
             segment,
