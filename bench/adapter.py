@@ -874,9 +874,7 @@ finally:
 ``time.process_time``, so the profile shows CPU, not time spent waiting."""
 
 
-GC_RECORDER = """\
-import gc, json, runpy, signal, sys, time
-out, sys.argv = sys.argv[1], sys.argv[2:]
+GC_CALLBACK = """\
 pauses, started = [], [0.0]
 def record(phase, info):
     if phase == "start":
@@ -884,7 +882,15 @@ def record(phase, info):
     else:
         pauses.append((info["generation"], time.perf_counter() - started[0], time.monotonic()))
 gc.callbacks.append(record)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+"""
+"""Recorder code (needs ``gc`` and ``time``): every collection's (generation, pause seconds,
+``time.monotonic()`` at its end) appended to ``pauses``."""
+
+
+GC_RECORDER = f"""\
+import gc, json, runpy, signal, sys, time
+out, sys.argv = sys.argv[1], sys.argv[2:]
+{GC_CALLBACK}signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 try:
     runpy.run_module("hpa", run_name="__main__", alter_sys=True)
 finally:

@@ -67,6 +67,7 @@ from typing import Any
 import aiohttp
 
 from bench.adapter import (
+    GC_CALLBACK,
     HPA_USER,
     ConnectionPool,
     LoadPath,
@@ -200,12 +201,12 @@ async def run_fixture(directory: Path, fleet: Fleet, pki_dir: Path) -> None:
         await stopping.wait()
 
 
-LOOP_LAG_RECORDER = """\
+LOOP_LAG_RECORDER = f"""\
 import asyncio, gc, json, runpy, signal, sys, threading, time, traceback
 out, sys.argv = sys.argv[1], sys.argv[2:]
 TICK = 0.01
-main, beat, ticks, stalls, pauses, started = threading.get_ident(), [0.0], [], [], [], [0.0]
-born, census = time.monotonic(), {}
+main, beat, ticks, stalls = threading.get_ident(), [0.0], [], []
+born, census = time.monotonic(), {{}}
 async def tick():
     while True:
         before = time.monotonic()
@@ -222,16 +223,10 @@ def watch():
             frame = sys._current_frames().get(main)
             stack = traceback.format_stack(frame, limit=14) if frame is not None else []
             stalls.append((time.monotonic(), blocked, "".join(stack)))
-def record(phase, info):
-    if phase == "start":
-        started[0] = time.perf_counter()
-    else:
-        pauses.append((info["generation"], time.perf_counter() - started[0], time.monotonic()))
-gc.callbacks.append(record)
-def count_heap(*_):
+{GC_CALLBACK}def count_heap(*_):
     found = gc.get_objects()
     census["tracked"], census["frozen"] = len(found), gc.get_freeze_count()
-    kinds = {}
+    kinds = {{}}
     for item in found:
         kinds[type(item).__name__] = kinds.get(type(item).__name__, 0) + 1
     census["kinds"] = sorted(kinds.items(), key=lambda kind: -kind[1])[:12]
@@ -251,7 +246,7 @@ try:
 finally:
     with open(out, "w") as file:
         json.dump(
-            {"ticks": ticks, "stalls": stalls, "gc": pauses, "born": born, "heap": census}, file
+            {{"ticks": ticks, "stalls": stalls, "gc": pauses, "born": born, "heap": census}}, file
         )
 """
 """``python -c LOOP_LAG_RECORDER FILE hpa adapter ...`` (``--loop-lag``): the adapter with a task
