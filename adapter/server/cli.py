@@ -465,7 +465,9 @@ async def freeze_when(synced: Awaitable[object]) -> None:
     ``PodRecord`` and a ``PodInfo`` each) every full collection walked them, one of 216 ms in
     the middle of ``bench/adapter.py --fleet``'s measured load. Frozen after the first lists,
     a full collection walks what was built since (``--fleet --scale 0.1 --seconds 130
-    --loop-lag``: 18 collections in the load, the longest 12 ms, against 132 and 40 ms)."""
+    --loop-lag``: 18 collections in the load, the longest 12 ms, against 132 and 40 ms). A
+    frozen record is still freed by reference counting when its pod goes (records hold no
+    cycles); the freeze's own full collection is one pause once the lists are in."""
     await synced
     tune_garbage_collector()
 
