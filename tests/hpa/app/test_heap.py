@@ -95,16 +95,31 @@ class _Node:
         self.me = self
 
 
-async def test_cyclic_garbage_left_during_the_pause_is_reclaimed_not_frozen() -> None:
+async def test_the_pass_ends_without_a_walk_of_the_whole_heap() -> None:
+    """The one full collection after the pass runs over what is not frozen: the heap the pass
+    built (and the cyclic garbage it left while the collector was paused, once) is frozen, not
+    walked again just as the pass ends."""
+    heap = [_Node() for _ in range(20_000)]  # alive, tracked: what the pass built
+    full: list[int] = []
+
+    def started(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(gc.get_freeze_count())
+
     done = asyncio.Event()
     task = asyncio.create_task(pause_then_freeze(done.wait))
     await asyncio.sleep(0)
-    garbage = weakref.ref(_Node())  # garbage from the start, in a cycle: not freed while paused
-    assert garbage() is not None
-    done.set()
-    await task
-    assert gc.get_freeze_count() > 0
-    assert garbage() is None
+    garbage = weakref.ref(_Node())  # cyclic garbage made while the collector was paused
+    gc.callbacks.append(started)
+    try:
+        done.set()
+        await task
+    finally:
+        gc.callbacks.remove(started)
+    assert len(full) == 1
+    assert full[0] >= len(heap)  # that one collection started with the heap frozen
+    assert garbage() is not None  # frozen with the heap, once
+    del heap
 
 
 class _Old:
