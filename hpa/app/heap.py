@@ -13,8 +13,10 @@ objects).
 :func:`pause_then_freeze` pauses the collector until the first pass is done (bounded in time: a
 pass that does not end, for instance while another replica holds the Lease or an API server
 refuses the list, keeps it paused for at most ``pause_seconds``), then moves every object alive
-to the permanent generation (``gc.freeze``), which later collections do not walk, and runs one
-full collection over what is not frozen (nearly nothing). Without that collection the collector
+to the permanent generation (``gc.freeze``), which later collections do not walk, before the
+collector is back (everything allocated during the pause sits in the youngest generation, so
+the collector's first young collection would walk the whole heap), and runs one full collection
+over what is not frozen (nearly nothing). Without that collection the collector
 would keep measuring the oldest generation against the heap it saw before the freeze and run its
 next full collection only after a quarter of that heap had been promoted again, leaving older
 cyclic garbage (ended connections, watches, exceptions with their tracebacks) in memory for
@@ -33,7 +35,6 @@ not cyclic).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -58,9 +59,15 @@ async def pause_then_freeze(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with contextlib.suppress(TimeoutError):
+        try:
             async with asyncio.timeout(pause_seconds):
                 await done()
+        except TimeoutError:
+            pass  # the collector comes back during the pass; the freeze waits for its end
+        else:
+            # before the collector is back: every object allocated during the pause is in its
+            # youngest generation, so its first collection would walk the whole heap
+            gc.freeze()
     finally:
         if enabled:
             gc.enable()
