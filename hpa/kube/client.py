@@ -641,8 +641,13 @@ async def load_client(
     api_client = k8s_client.ApiClient(configuration)
     pooled: aiohttp.ClientSession = api_client.rest_client.pool_manager
     # the same connector (and TLS context), without trust_env's per-request proxy/netrc lookups
+    # and without a cookie jar (client-go's http.Client has none: cookies are not kept)
     session = aiohttp.ClientSession(
-        connector=pooled.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
+        connector=pooled.connector,
+        connector_owner=False,
+        trust_env=False,
+        read_bufsize=2**21,
+        cookie_jar=aiohttp.DummyCookieJar(),
     )
     proxy = environment_proxy(str(configuration.host))
 

@@ -59,6 +59,9 @@ from hpa.kube.records import Record, object_key
 log = structlog.get_logger("hpa.kube.informer")
 
 R = TypeVar("R", bound=Record)
+
+CONSUME_SLICE = 100
+"""Items of a listed page parsed between two turns of the event loop."""
 Parse = Callable[[Mapping[str, Any]], R]
 
 
@@ -300,28 +303,53 @@ class Informer(Generic[R]):
         *,
         restart: Callable[[], None],
     ) -> str:
-        """Hand every page's items to ``consume`` as it arrives (so at most one page of raw
-        objects is alive at a time); a 410 on ``continue`` calls ``restart`` and lists again,
-        once. Returns the list's resourceVersion."""
+        """Hand every page's items to ``consume`` as it arrives; a 410 on ``continue`` calls
+        ``restart`` and lists again, once. Returns the list's resourceVersion.
+
+        The next page is requested before this one is consumed (client-go's buffered pager with
+        one page of buffer), so the server prepares a page while this process parses the one
+        before: at most two pages of raw objects are alive at a time."""
         for _ in range(2):
             restart()
             params = self._params()
             params["limit"] = str(self._settings.page_size)
             try:
+                page = await self._client.list(self.path, params=params)
                 while True:
-                    page = await self._client.list(self.path, params=params)
-                    consume(page.get("items") or ())
                     metadata = page.get("metadata") or {}
                     token = metadata.get("continue")
                     if not token:
+                        consume(page.get("items") or ())
                         return str(metadata.get("resourceVersion", ""))
                     params["continue"] = str(token)
-                    del page
+                    following = asyncio.ensure_future(
+                        self._client.list(self.path, params=dict(params))
+                    )
+                    try:
+                        await self._consume_yielding(consume, page.get("items") or ())
+                        del page
+                        page = await following
+                    finally:
+                        if not following.done():
+                            following.cancel()
+                        elif not following.cancelled():
+                            following.exception()  # retrieved: raised above, or not needed
             except GoneError:
                 if "continue" not in params:
                     raise
                 self._log.info("informer_continue_expired")
         raise GoneError(ApiStatus(code=410, reason="Expired", message="list continue expired"))
+
+    @staticmethod
+    async def _consume_yielding(
+        consume: Callable[[Sequence[Mapping[str, Any]]], None], items: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """``consume(items)`` a slice of ``CONSUME_SLICE`` items at a time, the event loop running
+        between slices: a page's parse does not hold the loop for its whole length, and the
+        request for the next page goes out while this one is parsed."""
+        for start in range(0, len(items), CONSUME_SLICE):
+            await asyncio.sleep(0)
+            consume(items[start : start + CONSUME_SLICE])
 
     async def list_items(self) -> tuple[list[Mapping[str, Any]], str]:
         """All items of the collection, page by page; a 410 on ``continue`` restarts once."""

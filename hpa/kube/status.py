@@ -33,6 +33,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+import orjson
 import structlog
 
 from hpa.core.quantity import QuantityError, parse_quantity
@@ -145,7 +146,6 @@ class StatusWriteOutcome(StrEnum):
 @dataclass(frozen=True, slots=True)
 class StatusWriteResult:
     outcome: StatusWriteOutcome
-    hpa: Mapping[str, Any] | None = None  # the server's answer when written
 
 
 def hpa_status_path(namespace: str, name: str) -> str:
@@ -185,7 +185,13 @@ class StatusWriter:
         body["status"] = new_status
         self._fence.check()
         try:
-            answer = await self._client.put(hpa_status_path(hpa.namespace, hpa.name), body)
+            # the answer (the object as written) is not read: the informer's watch brings it
+            await self._client.request_bytes(
+                "PUT",
+                hpa_status_path(hpa.namespace, hpa.name),
+                body=orjson.dumps(body),
+                content_type="application/json",
+            )
         except ConflictError as error:
             log.info(
                 "hpa_status_conflict",
@@ -193,4 +199,4 @@ class StatusWriter:
                 message=error.status.message,
             )
             return StatusWriteResult(StatusWriteOutcome.CONFLICT)
-        return StatusWriteResult(StatusWriteOutcome.WRITTEN, answer)
+        return StatusWriteResult(StatusWriteOutcome.WRITTEN)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, cast
 
 import hypothesis
 import pytest
@@ -401,3 +401,47 @@ async def test_the_backoff_starts_over_two_minutes_after_the_last_one(
     await clock.advance(121.0)
     await break_the_watch()
     assert 0.8 <= clock.sleep_calls[-1] <= 1.6
+
+
+class _PagedLists:
+    """A client of three pages whose LIST calls are recorded as they start (their answers need
+    a turn of the event loop, as a request does)."""
+
+    def __init__(self) -> None:
+        self.started: list[str | None] = []
+
+    async def list(self, path: str, *, params: dict[str, str] | None = None) -> dict[str, Any]:
+        token = (params or {}).get("continue")
+        self.started.append(token)
+        await asyncio.sleep(0)
+        page = int(token or 0)
+        following = {"continue": str(page + 1)} if page < 2 else {"resourceVersion": "7"}
+        return {
+            "metadata": following,
+            "items": [pod(f"p{page}-{i}") for i in range(3)],
+        }
+
+    async def watch(self, path: str, **_: object) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.Event().wait()  # no events: the test ends while it waits
+        yield {}
+
+
+async def test_the_next_page_is_requested_before_this_one_is_parsed(clock: FakeClock) -> None:
+    client = _PagedLists()
+    starts_seen: list[int] = []
+
+    def parse(data: Mapping[str, Any]) -> PodRecord:
+        starts_seen.append(len(client.started))
+        return parse_pod(data)
+
+    informer = Informer(cast(KubeClient, client), PODS, parse=parse, clock=clock)
+    task = asyncio.create_task(informer.run())
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert client.started[:3] == [None, "1", "2"]
+    # page 1 parsed with page 2's request started, page 2 with page 3's; page 3 is the last
+    assert starts_seen == [2, 2, 2, 3, 3, 3, 3, 3, 3]
+    assert len(informer.store) == 9
