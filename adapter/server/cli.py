@@ -56,7 +56,7 @@ from adapter.server.settings import Settings, add_flags, check_files, settings_f
 from adapter.server.telemetry import ServerMetrics
 from hpa import __version__
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
-from hpa.kube.informer import Informer, wait_all_synced
+from hpa.kube.informer import Informer
 from hpa.kube.logs import INPUT_ERRORS
 from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.runtime import collect_periodically
@@ -338,11 +338,6 @@ async def _serve(
             running = [
                 group.create_task(_guarded(name, work), name=name) for name, work in tasks.items()
             ]
-            running.append(
-                group.create_task(
-                    freeze_when(wait_all_synced((pods, nodes))), name="freeze-after-sync"
-                )
-            )
             await stop.wait()
             for task in running:
                 task.cancel()
@@ -455,20 +450,6 @@ def tune_garbage_collector() -> None:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
-
-
-async def freeze_when(synced: Awaitable[object]) -> None:
-    """``tune_garbage_collector`` again once ``synced`` (the informers' first lists) is done.
-
-    The heap frozen when the server starts listening does not hold the informers' caches yet,
-    which then live as long as the process in the oldest generation, and every full collection
-    walks them: in ``bench/adapter.py --fleet --loop-lag`` (100,000 pods) a full collection of
-    216 ms during the measured load walked 406,000 tracked objects, 200,000 of them the pods'
-    ``PodRecord`` and ``PodInfo``. Frozen after the first lists, they are not walked again. A
-    frozen record is still freed by reference counting when its pod goes (records hold no
-    cycles); the freeze's own full collection is one pause once the lists are in."""
-    await synced
-    tune_garbage_collector()
 
 
 def main(args: argparse.Namespace) -> int:
