@@ -223,7 +223,14 @@ def watch():
             frame = sys._current_frames().get(main)
             stack = traceback.format_stack(frame, limit=14) if frame is not None else []
             stalls.append((time.monotonic(), blocked, "".join(stack)))
-{GC_CALLBACK}def count_heap(*_):
+{GC_CALLBACK}full = []
+def record_full(phase, info):
+    if phase == "start" and info["generation"] == 2:
+        full.append([time.monotonic(), len(gc.get_objects(2)), gc.get_count()])
+    elif phase == "stop" and info["generation"] == 2 and full:
+        full[-1].append(info["collected"])
+gc.callbacks.append(record_full)
+def count_heap(*_):
     found = gc.get_objects()
     census["tracked"], census["frozen"] = len(found), gc.get_freeze_count()
     kinds = {{}}
@@ -246,7 +253,11 @@ try:
 finally:
     with open(out, "w") as file:
         json.dump(
-            {{"ticks": ticks, "stalls": stalls, "gc": pauses, "born": born, "heap": census}}, file
+            {{
+                "ticks": ticks, "stalls": stalls, "gc": pauses, "born": born, "heap": census,
+                "full": full,
+            }},
+            file,
         )
 """
 """``python -c LOOP_LAG_RECORDER FILE hpa adapter ...`` (``--loop-lag``): the adapter with a task
@@ -690,6 +701,8 @@ def loop_lag_lines(path: Path, window: tuple[float, float]) -> list[str]:
         f"  stalls (s into the load, ms): "
         f"{[(round(at - start, 1), round(blocked * 1000)) for at, blocked, _ in stalls]}",
         f"  heap after the load: {data['heap']}",
+        "  full collections (s after start, objects in the oldest generation at the start, "
+        f"counts, collected): {[[round(f[0] - data['born']), *f[1:]] for f in data['full']]}",
     ]
     counts: dict[str, int] = {}
     for _, _, stack in stalls:
