@@ -40,7 +40,9 @@ Phases:
    ``fleet_bulk`` rule, per series.
 
 ``--phases per-request,batched,discovery,relist`` (the default) chooses which run, e.g.
-``--phases discovery,relist``; the block is the same whichever run.
+``--phases discovery,relist``; the block is the same whichever run. ``--batched-flag=FLAG``
+passes one more flag to the batched adapter; ``--loop-lag`` runs it under
+``LOOP_LAG_RECORDER`` and prints what held its event loop during the measured load.
 
 Results: docs/performance.md ("Fleet scale").
 """
