@@ -54,6 +54,16 @@ class Recorder:
                 await self._changed.wait()
 
 
+async def sync_once(informer: Informer[Any]) -> None:
+    """Run ``informer`` until its first list is in the store, then stop it."""
+    task = asyncio.create_task(informer.run())
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 @pytest.fixture
 async def pods(
     apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
@@ -210,12 +220,7 @@ async def test_an_unparsable_object_is_skipped(
     informer: Informer[HpaRecord] = Informer(
         kube, "/apis/autoscaling/v2/horizontalpodautoscalers", parse=parse_hpa, clock=clock
     )
-    task = asyncio.create_task(informer.run())
-    async with asyncio.timeout(5):
-        await informer.wait_synced()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await sync_once(informer)
     assert [r.name for r in informer.store] == ["ok"]
     record = informer.store.get("d/ok")
     assert record is not None
@@ -229,12 +234,7 @@ async def test_list_failures_back_off_and_recover(
     apiserver.fail("GET", PODS, status=403, reason="Forbidden", times=3)
     apiserver.put_object("/api/v1", "pods", pod("p"))
     informer = Informer(kube, PODS, parse=parse_pod, clock=clock, rng=random.Random(2))
-    task = asyncio.create_task(informer.run())
-    async with asyncio.timeout(5):
-        await informer.wait_synced()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await sync_once(informer)
     assert [r.name for r in informer.store] == ["p"]
     backoffs = clock.sleep_calls
     assert len(backoffs) == 3
@@ -435,12 +435,7 @@ async def test_the_next_page_is_requested_before_this_one_is_parsed(clock: FakeC
         return parse_pod(data)
 
     informer = Informer(cast(KubeClient, client), PODS, parse=parse, clock=clock)
-    task = asyncio.create_task(informer.run())
-    async with asyncio.timeout(5):
-        await informer.wait_synced()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await sync_once(informer)
     assert client.started[:3] == [None, "1", "2"]
     # page 1 parsed with page 2's request started, page 2 with page 3's; page 3 is the last
     assert starts_seen == [2, 2, 2, 3, 3, 3, 3, 3, 3]
