@@ -9,6 +9,7 @@ by the resource label, NotFound texts); the rest pins our documented deviations
 from __future__ import annotations
 
 import asyncio
+import gc
 from datetime import UTC, datetime
 
 import pytest
@@ -27,6 +28,7 @@ from adapter.providers import (
     custom_metric_request,
 )
 from adapter.providers.evaluation import rule_errors_to_provider_errors
+from adapter.providers.objects import ObjectReference
 from adapter.rules import BadQueryError, CustomMetricInfo, GroupResource, load_rules
 from adapter.rules.errors import RuleEvaluationError
 from tests.adapter.providers.fake_pods import FakeObjectNameLister, FakePodLister
@@ -605,3 +607,18 @@ def test_a_rule_that_cannot_render_the_request_is_not_found_as_upstream() -> Non
     bad = rule_errors_to_provider_errors(BadQueryError("bad"), resource=resource, metric="m")
     assert isinstance(bad, InvalidRequestError)
     assert bad.code == 400
+
+
+async def test_answers_keep_no_described_object_per_pod() -> None:
+    """An answer's ``describedObject``s go with the answer: a server asked about 100,000 pods
+    does not keep 100,000 references that every full collection then walks."""
+    async with scenario() as setup:
+        for index in range(50):
+            name = f"web-{index}"
+            setup.tables.values = {name: "1"}
+            setup.tables.ages = {name: 1}
+            value = await setup.providers.custom.get_metric_by_name(pods(), name, namespace="ns1")
+            assert value.described_object.name == name
+        del value
+        kept = [o for o in gc.get_objects() if type(o) is ObjectReference]
+    assert kept == []
