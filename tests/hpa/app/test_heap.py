@@ -14,11 +14,15 @@ from hpa.app.heap import FirstPass, pause_then_freeze
 
 @pytest.fixture(autouse=True)
 def collector() -> Iterator[None]:
-    """Each test starts with the collector enabled and nothing frozen, and leaves it so."""
+    """Each test starts with the collector enabled, CPython's default thresholds and nothing
+    frozen, and leaves the collector as it found it."""
     enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     gc.enable()
+    gc.set_threshold(700, 10, 10)
     yield
+    gc.set_threshold(*thresholds)
     gc.unfreeze()
     if enabled:
         gc.enable()
