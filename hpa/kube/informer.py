@@ -319,7 +319,7 @@ class Informer(Generic[R]):
                     metadata = page.get("metadata") or {}
                     token = metadata.get("continue")
                     if not token:
-                        consume(page.get("items") or ())
+                        await self._consume_yielding(consume, page.get("items") or ())
                         return str(metadata.get("resourceVersion", ""))
                     params["continue"] = str(token)
                     following = asyncio.ensure_future(
