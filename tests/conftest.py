@@ -7,11 +7,14 @@ component's log.
 
 A test that runs a command's ``main`` in-process configures logging as the command does
 (structlog and the root logger's handler); each test's configuration is undone after it, so the
-next test's captured output holds only its own lines.
+next test's captured output holds only its own lines. Such a command also tunes the process's
+cyclic garbage collector once it serves (thresholds, a frozen heap, the collector switched off
+for a pass); each test's settings are undone after it too, so no test runs under another's.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Iterator
 
@@ -35,6 +38,21 @@ def _restore_logging() -> Iterator[None]:
         root.handlers[:] = handlers
         root.setLevel(level)
         structlog.configure(**config)
+
+
+@pytest.fixture(autouse=True)
+def _restore_collector() -> Iterator[None]:
+    thresholds, enabled, frozen = gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if frozen == 0 and gc.get_freeze_count() > 0:
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
 
 
 @pytest.fixture(scope="session")
