@@ -1,4 +1,4 @@
-"""The aiohttp application: routes of the three metrics APIs, discovery, OpenAPI, health,
+"""The aiohttp server: routes of the three metrics APIs, discovery, OpenAPI, health,
 ``/metrics``, ``/debug/explain``, and the filters in front of them.
 
 Upstream counterparts: custom-metrics-apiserver ``pkg/apiserver/installer`` (routes
@@ -66,7 +66,6 @@ from adapter.server.telemetry import ServerMetrics
 log = structlog.get_logger(__name__)
 
 USER = web.RequestKey("user", UserInfo)
-INFO = web.RequestKey("info", RequestInfo)
 
 Explain = Callable[[MetricRequest], Awaitable[dict[str, Any]]]
 
@@ -123,7 +122,7 @@ def api_label(info: RequestInfo | None) -> str:
     }.get(info.attributes.api_group, "other")
 
 
-def peer_certificate(request: web.Request) -> bytes | None:
+def peer_certificate(request: web.BaseRequest) -> bytes | None:
     """The TLS peer's leaf certificate (DER), or None."""
     transport = request.transport
     if transport is None:
@@ -142,69 +141,65 @@ async def require_authorized(server: Server, user: UserInfo, attributes: Request
     )
 
 
-def build_app(server: Server) -> web.Application:
-    """The application; serve it with ``web.AppRunner`` on a TLS site.
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+
+
+def request_handler(server: Server) -> Handler:
+    """The one handler of every request; serve it with ``web.Server`` (``serving_server``).
 
     Every request is parsed once (``parse_request`` over the raw path) before anything else;
-    authentication, authorization, routing and the handlers read that parse."""
+    authentication, authorization, routing and the handlers read that parse. aiohttp's own
+    router and middleware chain are not used: the parse is the routing, and the handler chain
+    (``WithAuthentication`` → ``WithAuthorization`` → the route) is written out here."""
+    routes = Routes(server)
+    # the module's logger is a lazy proxy that builds a logger per call; this one is built once
+    request_log = log.bind()
 
-    @web.middleware
-    async def observe(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
         started = time.perf_counter()
         info: RequestInfo | None = None
+        user: UserInfo | None = None
         try:
             info = parse_request(request.method, request.rel_url.raw_path, query=request.query)
-            request[INFO] = info
-            response = await handler(request)
+            attributes = info.attributes
+            if attributes.path not in server.always_allow_paths:
+                credentials = Credentials(request.headers, peer_certificate(request))
+                user = await server.authenticator.authenticate(credentials)
+                if user is None:
+                    raise status.unauthorized()
+                request[USER] = user
+                await require_authorized(server, user, attributes)
+                if request.method not in ("GET", "HEAD"):
+                    raise status.method_not_allowed(request.method)
+            response = await routes.dispatch(request, info)
         except RequestPathError as error:
             response = status.status_response(status.bad_request(str(error)))
         except StatusError as error:
             response = status.status_response(error)
-        except web.HTTPException as error:
-            if error.status == 404:
-                response = status.status_response(status.not_found_path())
-            else:
-                raise
         except Exception as error:
             log.exception("request_failed", path=request.path, error=repr(error))
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
-        api = api_label(info)
         server.server_metrics.observe(info, response.status, method=request.method, seconds=seconds)
-        user = request.get(USER)
-        log.debug(
+        request_log.debug(
             "request",
             method=request.method,
             path=request.path,
             code=response.status,
-            api=api,
+            api=api_label(info),
             user=user.name if user is not None else None,
             seconds=round(seconds, 6),
         )
         return response
 
-    @web.middleware
-    async def guard(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        attributes = request[INFO].attributes
-        if attributes.path in server.always_allow_paths:
-            return await handler(request)
-        credentials = Credentials(request.headers, peer_certificate(request))
-        user = await server.authenticator.authenticate(credentials)
-        if user is None:
-            raise status.unauthorized()
-        request[USER] = user
-        await require_authorized(server, user, attributes)
-        if request.method not in ("GET", "HEAD"):
-            raise status.method_not_allowed(request.method)
-        return await handler(request)
+    return handle
 
-    app = web.Application(middlewares=[observe, guard])
-    app.router.add_route("*", "/{tail:.*}", Routes(server).dispatch)
-    return app
+
+def serving_server(server: Server) -> web.Server:
+    """The low-level aiohttp server of ``request_handler``: run it with ``web.ServerRunner`` on a
+    TLS site. No access log (``request`` debug lines instead); a request whose client goes
+    away is cancelled."""
+    return web.Server(request_handler(server), access_log=None, handler_cancellation=True)
 
 
 class Routes:
@@ -213,8 +208,8 @@ class Routes:
     def __init__(self, server: Server) -> None:
         self.server = server
 
-    async def dispatch(self, request: web.Request) -> web.Response:
-        target = route(request[INFO])
+    async def dispatch(self, request: web.BaseRequest, info: RequestInfo) -> web.Response:
+        target = route(info)
         match target:
             case Page.HEALTHZ | Page.LIVEZ:
                 return await self.live(request)
@@ -254,12 +249,12 @@ class Routes:
 
     # ---------------------------------------------------------------- health and metrics
 
-    async def live(self, request: web.Request) -> web.Response:
+    async def live(self, request: web.BaseRequest) -> web.Response:
         if not self.server.live():
             return web.Response(text="[-]ping failed\n", status=500)
         return web.Response(text="ok")
 
-    async def ready(self, request: web.Request) -> web.Response:
+    async def ready(self, request: web.BaseRequest) -> web.Response:
         """Ready once the metric index is listed. Routed backends are shown with ``?verbose``
         (and on failure) but never fail it: this adapter's own metrics are still served."""
         routed = self.server.router.readiness() if self.server.router is not None else []
@@ -271,7 +266,7 @@ class Routes:
             return web.Response(text="\n".join([*lines, "readyz check passed\n"]))
         return web.Response(text="ok")
 
-    async def prometheus_metrics(self, request: web.Request) -> web.Response:
+    async def prometheus_metrics(self, request: web.BaseRequest) -> web.Response:
         body = generate_latest(self.server.registry)
         response = web.Response(body=body)
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
@@ -290,13 +285,15 @@ class Routes:
                 return group
         raise status.not_found_path()
 
-    async def group_list(self, request: web.Request) -> web.Response:
+    async def group_list(self, request: web.BaseRequest) -> web.Response:
         return _json(discovery.api_group_list(self._groups()))
 
     async def group(self, target: GroupTarget) -> web.Response:
         return _json(discovery.api_group(self._group(target.group)))
 
-    async def resource_list(self, request: web.Request, target: ResourceListTarget) -> web.Response:
+    async def resource_list(
+        self, request: web.BaseRequest, target: ResourceListTarget
+    ) -> web.Response:
         """The prebuilt document of the current index (merged with routed backends' lists when
         the group is routed); gzipped as prebuilt when the client accepts gzip and it is large."""
         group = self._group(target.group)
@@ -320,10 +317,10 @@ class Routes:
                 return response
         return _json(body)
 
-    async def openapi_v2(self, request: web.Request) -> web.Response:
+    async def openapi_v2(self, request: web.BaseRequest) -> web.Response:
         return _json(openapi.openapi_v2(self._groups(), version=self.server.version))
 
-    async def openapi_v3(self, request: web.Request) -> web.Response:
+    async def openapi_v3(self, request: web.BaseRequest) -> web.Response:
         return _json(openapi.openapi_v3_root(self._groups(), version=self.server.version))
 
     async def openapi_v3_group_version(self, target: OpenApiGroupVersionTarget) -> web.Response:
@@ -352,7 +349,7 @@ class Routes:
 
     # ---------------------------------------------------------------- custom metrics
 
-    async def custom(self, request: web.Request, target: CustomMetricTarget) -> web.Response:
+    async def custom(self, request: web.BaseRequest, target: CustomMetricTarget) -> web.Response:
         if target.version not in discovery.CUSTOM.versions:
             raise status.not_found_path()
         routed = self._routed(wire.CUSTOM_GROUP, target.version, target.resource, target.metric)
@@ -398,7 +395,9 @@ class Routes:
 
     # ---------------------------------------------------------------- external metrics
 
-    async def external(self, request: web.Request, target: ExternalMetricTarget) -> web.Response:
+    async def external(
+        self, request: web.BaseRequest, target: ExternalMetricTarget
+    ) -> web.Response:
         if target.version not in discovery.EXTERNAL.versions:
             raise status.not_found_path()
         routed = self._routed(wire.EXTERNAL_GROUP, target.version, "", target.metric)
@@ -436,7 +435,7 @@ class Routes:
             raise status.bad_request(f"unable to parse requirement: {error}") from error
 
     async def pod_metrics_list(
-        self, request: web.Request, target: PodMetricsTarget
+        self, request: web.BaseRequest, target: PodMetricsTarget
     ) -> web.Response:
         provider = self._resource(target.version)
         pods = await self._list_pods(target.namespace, request.query.get("labelSelector", ""))
@@ -475,7 +474,7 @@ class Routes:
             raise status.bad_request(f"unable to parse requirement: {error}") from error
 
     async def node_metrics_list(
-        self, request: web.Request, target: NodeMetricsTarget
+        self, request: web.BaseRequest, target: NodeMetricsTarget
     ) -> web.Response:
         provider = self._resource(target.version)
         nodes = await self._list_nodes(request.query.get("labelSelector", ""))
@@ -506,7 +505,7 @@ class Routes:
 
     # ---------------------------------------------------------------- explain
 
-    async def explain(self, request: web.Request) -> web.Response:
+    async def explain(self, request: web.BaseRequest) -> web.Response:
         """``/debug/explain?path=P``: the explanation reveals P's rule, PromQL and values, so the
         user must also be authorized for P itself, with P's own attributes."""
         if self.server.explain is None:

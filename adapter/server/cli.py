@@ -37,7 +37,7 @@ from adapter.prometheus import BasicAuth, PrometheusClient, PrometheusConnection
 from adapter.providers import BatchSettings, MetricProviders, ValueSettings, build_providers
 from adapter.providers.clock import SystemClock
 from adapter.rules import RuleConfig, load_rules
-from adapter.server.app import Server, build_app
+from adapter.server.app import Server, serving_server
 from adapter.server.authn import AuthenticationConfig, DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
 from adapter.server.checkconfig import add_check_config_command
@@ -313,7 +313,7 @@ async def _serve(
         always_allow_groups=settings.always_allow_groups,
         version=__version__,
     )
-    runner = web.AppRunner(build_app(server), access_log=None, handler_cancellation=True)
+    runner = web.ServerRunner(serving_server(server))
     await runner.setup()
     site = TLSSite(runner, settings.bind_address, settings.secure_port, ssl_context=tls.context)
     await site.start()

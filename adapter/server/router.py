@@ -18,7 +18,7 @@ a reload whose relisted rules produce one is refused (the previous file stays), 
 later relist is logged (``route_conflict``) while the pattern's backend keeps the name.
 
 A forwarded request has already been authenticated and authorized here, once, with a
-SubjectAccessReview for the original user (``app.build_app``'s ``guard``). It is sent with this
+SubjectAccessReview for the original user (``app.request_handler``). It is sent with this
 server's own identity (the backend's client certificate or token file, never the caller's
 headers), its raw path and query string unchanged; the backend's status code, ``Content-Type``
 and body are passed through. Identical concurrent requests to a backend share one HTTP request
@@ -224,7 +224,7 @@ class Backend:
         self._metrics.duration.labels(self.name).observe(loop.time() - started)
         return answer
 
-    async def forward(self, request: web.Request) -> web.Response:
+    async def forward(self, request: web.BaseRequest) -> web.Response:
         """Pass ``request`` on with this server's identity; the answer comes back as it is."""
         raw_path = request.rel_url.raw_path
         if any(part in (".", "..") for part in raw_path.split("/")):

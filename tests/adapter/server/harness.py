@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp import web
+from aiohttp.test_utils import RawTestServer, TestClient
 from prometheus_client import CollectorRegistry
 
 from adapter.providers import (
@@ -22,7 +23,7 @@ from adapter.providers import (
     ProviderError,
 )
 from adapter.rules import CustomMetricInfo, parse_metric_selector
-from adapter.server.app import Server, build_app
+from adapter.server.app import Server, request_handler
 from adapter.server.authn import Credentials, UserInfo
 from adapter.server.authz import AuthorizationError, Decision
 from adapter.server.ports import ObjectMeta
@@ -243,7 +244,7 @@ ALICE: Mapping[str, str] = {"X-Test-User": "alice"}
 
 @dataclass(kw_only=True)
 class Harness:
-    client: TestClient[Any, Any]
+    client: TestClient[web.BaseRequest, None]
     providers: FakeProviders
     source: FakeSource
     lister: FakeLister
@@ -283,7 +284,8 @@ async def serve(
         router=router,
         version="test",
     )
-    async with TestClient(TestServer(build_app(server))) as client:
+    raw: TestClient[web.BaseRequest, None] = TestClient(RawTestServer(request_handler(server)))
+    async with raw as client:
         yield Harness(
             client=client,
             providers=source.current,

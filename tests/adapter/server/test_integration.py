@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp import web
+from aiohttp.test_utils import RawTestServer, TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 
 from adapter.prometheus import PrometheusClient, PrometheusConnection
 from adapter.providers import MetricProviders, build_providers
 from adapter.rules import RuleConfig
-from adapter.server.app import Server, build_app
+from adapter.server.app import Server, request_handler
 from adapter.server.cli import run_explain
 from adapter.server.explain import explain
 from adapter.server.reload import ReloadingMetrics
@@ -37,7 +38,7 @@ PER_SECOND = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns1/pods/*/http_req
 
 @dataclass(kw_only=True)
 class Live:
-    client: TestClient[Any, Any]
+    client: TestClient[web.BaseRequest, None]
     metrics: ReloadingMetrics
     prometheus: FakePrometheus
     tables: Tables
@@ -111,7 +112,8 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
             explain=explain_request,
             router=router,
         )
-        async with TestClient(TestServer(build_app(server))) as client:
+        raw: TestClient[web.BaseRequest, None] = TestClient(RawTestServer(request_handler(server)))
+        async with raw as client:
             yield Live(
                 client=client,
                 metrics=metrics,

@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from adapter.server.app import Server, build_app
+from adapter.server.app import Server, serving_server
 from adapter.server.authn import DelegatingAuthenticator
 from adapter.server.authz import SubjectAccessReviewAuthorizer
 from adapter.server.telemetry import ServerMetrics
@@ -154,7 +154,7 @@ async def running_server(directory: Path, *, sar_allowed: set[str]) -> AsyncIter
             registry=registry,
             server_metrics=ServerMetrics(registry),
         )
-        runner = web.AppRunner(build_app(server), access_log=None)
+        runner = web.ServerRunner(serving_server(server))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.context)
         await site.start()
