@@ -23,6 +23,7 @@ deviations of ``requestinfo`` and ``routing`` (encoded slashes, the root-form na
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -152,8 +153,10 @@ def request_handler(server: Server) -> Handler:
     router and middleware chain are not used: the parse is the routing, and the handler chain
     (``WithAuthentication`` → ``WithAuthorization`` → the route) is written out here."""
     routes = Routes(server)
-    # the module's logger is a lazy proxy that builds a logger per call; this one is built once
+    # the module's logger is a lazy proxy that builds a logger per call; this one is built once,
+    # and the request line's fields are only gathered when it is written
     request_log = log.bind()
+    log_requests = request_log.is_enabled_for(logging.DEBUG)
 
     async def handle(request: web.BaseRequest) -> web.StreamResponse:
         started = time.perf_counter()
@@ -181,15 +184,16 @@ def request_handler(server: Server) -> Handler:
             response = status.status_response(status.internal_error("unexpected server error"))
         seconds = time.perf_counter() - started
         server.server_metrics.observe(info, response.status, method=request.method, seconds=seconds)
-        request_log.debug(
-            "request",
-            method=request.method,
-            path=request.path,
-            code=response.status,
-            api=api_label(info),
-            user=user.name if user is not None else None,
-            seconds=round(seconds, 6),
-        )
+        if log_requests:
+            request_log.debug(
+                "request",
+                method=request.method,
+                path=request.path,
+                code=response.status,
+                api=api_label(info),
+                user=user.name if user is not None else None,
+                seconds=round(seconds, 6),
+            )
         return response
 
     return handle

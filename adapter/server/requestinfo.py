@@ -91,9 +91,8 @@ def parse_request(method: str, raw_path: str, *, query: Mapping[str, str]) -> Re
     """``RequestInfoFactory.NewRequestInfo`` over the raw path; raises ``RequestPathError``."""
     verb = method.lower()
     path, segments = decode_path(raw_path)
-    non_resource = RequestInfo(RequestAttributes(path=path, verb=verb), segments)
     if len(segments) < 4 or segments[0] != "apis":
-        return non_resource
+        return RequestInfo(RequestAttributes(path=path, verb=verb), segments)
     group, version, rest = segments[1], segments[2], segments[3:]
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 
 import orjson
 import pytest
@@ -25,6 +26,7 @@ from adapter.rules import (
 )
 from adapter.rules.config import load_rules
 from adapter.server.ports import ObjectMeta
+from hpa.kube.logs import configure_logging
 from tests.adapter.server.harness import (
     ALICE,
     STAMP,
@@ -395,3 +397,25 @@ async def test_a_large_discovery_document_is_served_gzipped_as_prebuilt_when_acc
         "identity": plain,
         None: plain,
     }
+
+
+@pytest.mark.parametrize("level", ["debug", "info"])
+async def test_each_request_is_a_debug_line(level: str) -> None:
+    """Every answered request is one ``request`` line at ``--log-level=debug`` (method, path,
+    status, api, user, seconds), and none above it."""
+    out = io.StringIO()
+    configure_logging(level, file=out)
+    async with serve(FakeProviders()) as h:
+        response = await h.client.get(f"{EXTERNAL}/namespaces/default/queue_depth", headers=ALICE)
+        assert response.status == 200
+        assert (await h.client.get("/healthz")).status == 200
+    lines = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    requests = [line for line in lines if line["event"] == "request"]
+    if level == "info":
+        assert requests == []
+        return
+    assert [(r["method"], r["path"], r["code"], r["api"], r["user"]) for r in requests] == [
+        ("GET", f"{EXTERNAL}/namespaces/default/queue_depth", 200, "external", "alice"),
+        ("GET", "/healthz", 200, "health", None),
+    ]
+    assert all(r["level"] == "debug" and r["seconds"] >= 0 for r in requests)
