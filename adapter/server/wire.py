@@ -19,7 +19,7 @@ provider is omitted (``omitempty``) rather than written as 0.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from adapter.providers import (
@@ -31,19 +31,13 @@ from adapter.providers import (
     milli_text,
 )
 from adapter.rules import Requirement
+from hpa.api.types import format_time
 
 CUSTOM_GROUP = "custom.metrics.k8s.io"
 EXTERNAL_GROUP = "external.metrics.k8s.io"
 RESOURCE_GROUP = "metrics.k8s.io"
 
 JsonObject = dict[str, Any]
-
-
-def format_time(moment: datetime) -> str:
-    """``metav1.Time`` on the wire: RFC 3339 in UTC with second precision."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_go_duration(milliseconds: int) -> str:

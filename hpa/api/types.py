@@ -97,15 +97,21 @@ def _time_to_utc_seconds(value: Any) -> datetime:
     return parse_time(value).replace(microsecond=0)
 
 
+def _in_utc(value: datetime) -> datetime:
+    """``value`` in UTC; a time without an offset is read as UTC (not as the machine's zone)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def format_time(value: datetime) -> str:
-    """``metav1.Time`` wire form: ``2006-01-02T15:04:05Z``."""
-    v = value.astimezone(UTC)
+    """``metav1.Time`` wire form: ``2006-01-02T15:04:05Z``, the one writer of it (the API types,
+    the Kubernetes client's objects and the adapter's answers)."""
+    v = _in_utc(value)
     return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}Z"
 
 
 def format_micro_time(value: datetime) -> str:
     """``metav1.MicroTime`` wire form: ``2006-01-02T15:04:05.000000Z``."""
-    v = value.astimezone(UTC)
+    v = _in_utc(value)
     return (
         f"{v.year:04d}-{v.month:02d}-{v.day:02d}T"
         f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}Z"

@@ -49,6 +49,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from adapter.providers import RelistError
+from hpa.api.types import format_time
 from hpa.app import explain_vpa, inprocess_metrics
 from hpa.controllers import settings as horizontal_flags
 from hpa.controllers.conversion import hpa_from_dict, metric_selector
@@ -88,7 +89,7 @@ from hpa.kube.client import (
     aclose_quietly,
     load_client,
 )
-from hpa.kube.clock import Clock, SystemClock, format_time
+from hpa.kube.clock import Clock, SystemClock
 from hpa.kube.records import PodRecord, ScaleTargetRef, parse_pod
 from hpa.kube.scale import Scale, ScaleUpdateResult
 from hpa.kube.status import StatusWriteOutcome

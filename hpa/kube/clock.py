@@ -44,16 +44,6 @@ class SystemClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
-def format_micro_time(moment: datetime) -> str:
-    """RFC 3339 with microseconds and ``Z``, the wire form of ``metav1.MicroTime``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in whole seconds with ``Z``, the wire form of ``metav1.Time``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def parse_time(text: str | None) -> datetime | None:
     """Parse ``metav1.Time``/``MicroTime`` (RFC 3339); ``None`` or empty gives ``None``."""
     if not text:

@@ -26,9 +26,10 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
+from hpa.api.types import format_time
 from hpa.core.conditions import Event
 from hpa.kube.client import ApiError, KubeClient, NotFoundError, TransportError
-from hpa.kube.clock import Clock, format_time
+from hpa.kube.clock import Clock
 from hpa.kube.fence import Fence, NotLeaderError, Unfenced
 
 log = structlog.get_logger("hpa.kube.events")

@@ -36,8 +36,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from hpa.api.types import format_micro_time
 from hpa.kube.client import ApiError, ConflictError, KubeClient, NotFoundError, TransportError
-from hpa.kube.clock import Clock, format_micro_time, parse_time
+from hpa.kube.clock import Clock, parse_time
 from hpa.kube.fence import NotLeaderError
 
 log = structlog.get_logger("hpa.kube.leader")

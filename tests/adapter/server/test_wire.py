@@ -13,9 +13,9 @@ from adapter.server.wire import (
     custom_item_v1beta2,
     custom_value_list,
     format_go_duration,
-    format_time,
     label_selector,
 )
+from hpa.api.types import format_time
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -36,6 +37,20 @@ def test_time_is_written_in_utc_at_second_precision_like_metav1_time() -> None:
     when = parse_time("2024-05-06T09:08:07+02:00")
     assert when == datetime(2024, 5, 6, 7, 8, 7, tzinfo=UTC)
     assert format_time(datetime(5, 1, 2, 3, 4, 5, 999, tzinfo=UTC)) == "0005-01-02T03:04:05Z"
+
+
+def test_a_time_without_offset_is_written_as_utc_whatever_the_machine_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        naive = datetime(2026, 9, 1, 12, 0, 0, 250)  # noqa: DTZ001 - the case under test
+        assert format_time(naive) == "2026-09-01T12:00:00Z"
+        assert format_micro_time(naive) == "2026-09-01T12:00:00.000250Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_time_without_offset_is_rejected() -> None:

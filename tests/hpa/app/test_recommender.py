@@ -13,6 +13,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
+from hpa.api.types import format_time
 from hpa.app.recommender import (
     RecommenderApp,
     RecommenderAppSettings,
@@ -24,7 +25,6 @@ from hpa.app.recommender import (
 from hpa.core.quantity import parse_quantity
 from hpa.core.vpa.cluster import PodId
 from hpa.kube.client import KubeClient
-from hpa.kube.clock import format_time
 from tests.fakes.apiserver import DEFAULT_RESOURCES, FakeApiServer, ResourceInfo, running
 from tests.fakes.clock import FakeClock
 from tests.fakes.vertical import FakeContainerMetrics

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from hpa.api.types import format_time
 from hpa.api.vpa import time_to_ns
 from hpa.controllers.vertical.feeder import parse_eviction_event, selected_model
 from hpa.controllers.vertical.ports import HistoryError, OomRecord, PodHistory, UsageSample
@@ -17,7 +18,6 @@ from hpa.core.vpa.aggregation import AggregateContainerState
 from hpa.core.vpa.awareness import HpaAwareness, effective_controlled_resources
 from hpa.core.vpa.cluster import PodId
 from hpa.kube.client import TokenBucket
-from hpa.kube.clock import format_time
 from tests.fakes.vertical import FakeHistoryProvider, FakeRecommenderApi
 from tests.hpa.controllers.vertical.harness import (
     MIB,
