@@ -42,6 +42,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
+from prometheus_client import Counter
 
 from adapter.prometheus.results import InstantResult, Sample
 from adapter.prometheus.singleflight import SingleFlight
@@ -293,6 +294,9 @@ class Batcher:
         self._clock = clock
         self._api = api
         self._metrics = metrics
+        self._answers: dict[str, Counter] = {}
+        """``batch_requests``' child for each answer path (a handful), looked up once per
+        request, not built."""
         self._batches: dict[Hashable, _Batch] = {}
         self._flight: SingleFlight[Hashable, Snapshot] = SingleFlight()
         self._refreshes: set[asyncio.Task[None]] = set()
@@ -567,8 +571,12 @@ class Batcher:
     def count_answer(self, path: str) -> None:
         """One request answered by ``path``: ``snapshot``, or ``per_request_rule`` /
         ``per_request_selector`` when it fell back (the rule or the selector cannot batch)."""
-        if self._metrics is not None:
-            self._metrics.batch_requests.labels(self._api, path).inc()
+        if self._metrics is None:
+            return
+        counter = self._answers.get(path)
+        if counter is None:
+            counter = self._answers[path] = self._metrics.batch_requests.labels(self._api, path)
+        counter.inc()
 
 
 async def _sliced(result: InstantResult, add: Callable[[Sequence[Sample]], None]) -> int:
