@@ -241,13 +241,13 @@ def count_heap(*_):
     census["kinds"] = sorted(kinds.items(), key=lambda kind: -kind[1])[:12]
     del found
 signal.signal(signal.SIGUSR1, count_heap)
-original = asyncio.base_events.BaseEventLoop.run_forever
-def run_forever(self):
-    if not getattr(self, "_lag_ticker", False):
-        self._lag_ticker = True
-        self.call_soon(lambda: self.create_task(tick()))
-    return original(self)
-asyncio.base_events.BaseEventLoop.run_forever = run_forever
+original = asyncio.Runner.run
+def run(self, main, **kwargs):
+    async def ticked():
+        asyncio.get_running_loop().create_task(tick())
+        return await main
+    return original(self, ticked(), **kwargs)
+asyncio.Runner.run = run
 threading.Thread(target=watch, daemon=True).start()
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 try:

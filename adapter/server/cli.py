@@ -55,6 +55,7 @@ from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
 from adapter.server.telemetry import ServerMetrics
 from hpa import __version__
+from hpa.kube import runtime
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.informer import Informer, wait_all_synced
 from hpa.kube.logs import INPUT_ERRORS
@@ -322,7 +323,12 @@ async def _serve(
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGHUP, metrics.request_reload)
-    log.info("adapter_serving", port=settings.secure_port, config=str(settings.config))
+    log.info(
+        "adapter_serving",
+        port=settings.secure_port,
+        config=str(settings.config),
+        event_loop=settings.event_loop,
+    )
     try:
         async with asyncio.TaskGroup() as group:
             tasks = {
@@ -498,7 +504,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         check_files(settings)
-        asyncio.run(run(settings))
+        runtime.run(run(settings), event_loop=settings.event_loop)
     except INPUT_ERRORS as error:
         log.error("invalid_input", error=str(error))
         return 2

@@ -15,7 +15,7 @@ for TokenReview/SubjectAccessReview and the ``extension-apiserver-authentication
 requests are refused with 401 (upstream's delegating authentication lets ``system:anonymous``
 through to authorization, which then answers 403); a few flags of ours have no upstream twin
 (``--config-check-interval``, ``--tls-check-interval``, ``--auth-config-refresh-interval``,
-``--debug-endpoints``).
+``--debug-endpoints``, ``--event-loop``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from adapter.providers.index import DEFAULT_RELIST_INTERVAL_SECONDS
 from adapter.providers.values import DEFAULT_PROBE_REUSE_SECONDS, MAX_DEFAULT_SAMPLE_AGE_SECONDS
 from hpa.core.duration import parse_duration_seconds
 from hpa.kube.logs import LogFormat, LogLevel, add_log_flags
+from hpa.kube.runtime import EVENT_LOOPS, EventLoop
 
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
@@ -103,6 +104,10 @@ class Settings:
         docs/adapter-values.md).
       batch_max_series: a batched answer across namespaces larger than this is evaluated per
         namespace from then on (None: no limit; ``--max-series``).
+    Process:
+      event_loop: the event loop everything runs on: ``uvloop`` (default; libuv's loop with its
+        own TLS) or ``asyncio`` (the standard library's); the same answers on either
+        (``--event-loop``, ours: docs/performance.md, "Fleet scale").
     Debugging:
       debug_endpoints: serve ``/debug/explain`` (authorized like any request; default True).
       log_level: structlog JSON lines at this level and above (default ``info``; ``debug`` logs
@@ -149,6 +154,7 @@ class Settings:
     staleness_probe_reuse_seconds: float = DEFAULT_PROBE_REUSE_SECONDS
     batch_max_age_seconds: float = 0.0
     batch_max_series: int | None = None
+    event_loop: EventLoop = "uvloop"
     debug_endpoints: bool = True
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"
@@ -283,6 +289,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="a batched answer across namespaces larger than this is evaluated per namespace",
     )
+    p(
+        "--event-loop",
+        choices=EVENT_LOOPS,
+        default=d.event_loop,
+        help="the event loop: uvloop (libuv, the default) or asyncio (the standard library's)",
+    )
     p("--no-debug-endpoints", dest="debug_endpoints", action="store_false")
     add_log_flags(parser, default_level=d.log_level, default_format=d.log_format)
 
@@ -327,6 +339,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         staleness_probe_reuse_seconds=args.staleness_probe_reuse,
         batch_max_age_seconds=args.batch_max_age,
         batch_max_series=args.max_series,
+        event_loop=args.event_loop,
         debug_endpoints=args.debug_endpoints,
         log_level=args.log_level,
         log_format=args.log_format,

@@ -22,6 +22,10 @@ without a waiter (nothing awaits the handshake: the application protocol is told
 connection once it is encrypted, as before), and a failed handshake's exception drops its
 traceback once the protocol has handled it. A connection's TLS state is then freed as soon as the
 connection ends, whichever way it ends.
+
+On uvloop (``--event-loop uvloop``) the TLS is uvloop's own (``uvloop.loop.SSLProtocol``, in
+Cython): it has neither cycle, so ``TLSSite`` hands it the ``ssl.SSLContext`` as
+``web.TCPSite`` would.
 """
 
 from __future__ import annotations
@@ -71,6 +75,14 @@ class TLSSite(web.BaseSite):
         context = self._ssl_context
         assert application is not None
         assert context is not None
+
+        if not isinstance(loop, asyncio.BaseEventLoop):
+            # uvloop: its TLS protocol (Cython) is freed by reference counting however the
+            # connection ends (tests/hpa/kube/test_serving.py, bench.tls_cycles --loop uvloop).
+            self._server = await loop.create_server(
+                application, self._host, self._port, ssl=context, backlog=self._backlog
+            )
+            return
 
         def connection() -> asyncio.BaseProtocol:
             # No waiter: SSLProtocol skips it when None (typeshed types it as a Future).

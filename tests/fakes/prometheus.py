@@ -108,9 +108,7 @@ class FakePrometheus:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         await site.start()
-        server = site._server
-        assert isinstance(server, asyncio.base_events.Server)
-        self._port = server.sockets[0].getsockname()[1]
+        self._port = int(self._runner.addresses[0][1])
         return self
 
     async def __aexit__(

@@ -11,14 +11,29 @@ import gc
 import ssl
 from collections.abc import Awaitable, Callable
 
-__all__ = ["ENDERS", "not_tls", "server_tls_protocols", "tcp_only", "untrusting_client"]
+import uvloop.loop
+
+__all__ = [
+    "ENDERS",
+    "UVLOOP_TLS_PROTOCOL",
+    "not_tls",
+    "server_tls_protocols",
+    "tcp_only",
+    "untrusting_client",
+]
+
+UVLOOP_TLS_PROTOCOL: type = uvloop.loop.SSLProtocol  # type: ignore[attr-defined]  # not in its stubs
+"""uvloop's own TLS protocol (Cython), what a connection on its loop gets."""
 
 
 def server_tls_protocols() -> int:
-    """The server-side ``asyncio.sslproto.SSLProtocol`` objects alive in this process (each
-    holds a 256 KiB read buffer); clients' in the same process are not counted."""
+    """The server-side TLS protocols alive in this process (each holds a 256 KiB read buffer):
+    asyncio's ``SSLProtocol`` objects of the server side, and uvloop's of either side (uvloop
+    does not say which side one is, so a client's left alive in the same process counts too)."""
     return sum(
-        isinstance(o, asyncio.sslproto.SSLProtocol) and o._server_side for o in gc.get_objects()
+        isinstance(o, UVLOOP_TLS_PROTOCOL)
+        or (isinstance(o, asyncio.sslproto.SSLProtocol) and o._server_side)
+        for o in gc.get_objects()
     )
 
 

@@ -21,6 +21,7 @@ from adapter.server.cli import prometheus_connection, serve
 from adapter.server.settings import Settings, settings_from_args
 from hpa.cli import build_parser
 from hpa.kube.logs import configure_logging
+from hpa.kube.runtime import EventLoop, run
 from tests.adapter.providers.scenario import (
     EVAL_SECONDS,
     RULES,
@@ -71,6 +72,9 @@ def test_flags_reuse_upstream_names_and_build_frozen_settings(tmp_path: Path) ->
     assert settings_from_args(alias).kubeconfig == Path("/k")
     assert settings_from_args(alias).max_sample_age_seconds == 60.0  # 2 x a 30 s scrape
     assert settings_from_args(alias).staleness_probe_reuse_seconds == 1.0
+    assert settings_from_args(alias).event_loop == "uvloop"
+    on_asyncio = build_parser().parse_args(["adapter", "--config=c", "--event-loop=asyncio"])
+    assert settings_from_args(on_asyncio).event_loop == "asyncio"
     explain = build_parser().parse_args(["adapter", "explain", "/apis/x", "--config=c"])
     assert explain.path == "/apis/x"
     assert explain.handler.__name__ == "main_explain"
@@ -213,12 +217,25 @@ async def _eventually(check: Callable[[], Any], *, attempts: int = 600) -> Any:
     raise AssertionError("condition not reached")
 
 
-@pytest.mark.parametrize("max_sample_age_seconds", [60.0, 0.0])
-async def test_the_adapter_process_serves_through_front_proxy_authentication(
+@pytest.mark.parametrize(
+    ("max_sample_age_seconds", "event_loop"),
+    [(60.0, "uvloop"), (0.0, "uvloop"), (60.0, "asyncio")],
+)
+def test_the_adapter_process_serves_through_front_proxy_authentication(
+    tmp_path: Path, max_sample_age_seconds: float, event_loop: EventLoop
+) -> None:
+    """... on either event loop (``--event-loop``), and ``--max-sample-age`` reaches the
+    providers: 0 sends the bare value query, else the value query merged with its staleness
+    probe."""
+    run(
+        _serves_through_front_proxy_authentication(tmp_path, max_sample_age_seconds),
+        event_loop=event_loop,
+    )
+
+
+async def _serves_through_front_proxy_authentication(
     tmp_path: Path, max_sample_age_seconds: float
 ) -> None:
-    """... and ``--max-sample-age`` reaches the providers: 0 sends the bare value query, else
-    the value query merged with its staleness probe."""
     pki = create_test_pki(tmp_path / "pki")
     config = tmp_path / "config.yaml"
     config.write_text(RULES)

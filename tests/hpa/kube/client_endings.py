@@ -18,6 +18,7 @@ from aiohttp import web
 
 from hpa.kube.client import ApiError, KubeClient, RetryPolicy, TransportError
 from hpa.kube.serving import TLSSite
+from tests.faults.handshakes import UVLOOP_TLS_PROTOCOL
 from tests.lab.pki import create_ca, issue_certificate
 
 __all__ = ["CLIENT_ENDINGS", "client_tls_protocols", "ending_server", "loopback_tls"]
@@ -35,10 +36,13 @@ _GONE = {
 
 
 def client_tls_protocols() -> int:
-    """The client-side ``asyncio.sslproto.SSLProtocol`` objects alive in this process (each holds
-    a 256 KiB read buffer)."""
+    """The client-side TLS protocols alive in this process (each holds a 256 KiB read buffer):
+    asyncio's ``SSLProtocol`` objects of the client side, and uvloop's of either side (uvloop does
+    not say which side one is)."""
     return sum(
-        isinstance(o, asyncio.sslproto.SSLProtocol) and not o._server_side for o in gc.get_objects()
+        isinstance(o, UVLOOP_TLS_PROTOCOL)
+        or (isinstance(o, asyncio.sslproto.SSLProtocol) and not o._server_side)
+        for o in gc.get_objects()
     )
 
 

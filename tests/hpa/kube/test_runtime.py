@@ -1,6 +1,6 @@
 """``hpa_asyncio_tasks`` on ``/metrics`` counts the event loop's tasks that are not done, large
 blocks a process frees go back to the system, and cyclic garbage is collected at least every two
-minutes."""
+minutes. ``run`` runs a role on the event loop ``--event-loop`` names."""
 
 from __future__ import annotations
 
@@ -12,13 +12,17 @@ import weakref
 from pathlib import Path
 
 import pytest
+import uvloop
 from prometheus_client import CollectorRegistry, generate_latest
 
 from hpa.kube.runtime import (
+    EVENT_LOOPS,
     FULL_COLLECTION_SECONDS,
     TASKS_METRIC,
+    EventLoop,
     collect_periodically,
     register_task_gauge,
+    run,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -139,3 +143,21 @@ async def test_cyclic_garbage_is_collected_at_each_period_while_the_collector_wa
             gc.enable()
     assert periods == [FULL_COLLECTION_SECONDS, FULL_COLLECTION_SECONDS] == [120.0, 120.0]
     assert alive == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("kind", "loop_type"), [("uvloop", uvloop.Loop), ("asyncio", asyncio.BaseEventLoop)]
+)
+def test_run_runs_the_role_on_the_loop_named_and_returns_its_result(
+    kind: EventLoop, loop_type: type
+) -> None:
+    async def role() -> tuple[asyncio.AbstractEventLoop, int]:
+        await asyncio.sleep(0)
+        return asyncio.get_running_loop(), 7
+
+    loop, result = run(role(), event_loop=kind)
+
+    assert isinstance(loop, loop_type)
+    assert result == 7
+    assert loop.is_closed()
+    assert EVENT_LOOPS[0] == "uvloop"

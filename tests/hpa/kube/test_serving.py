@@ -1,6 +1,7 @@
 """TLSSite serves an aiohttp application over TLS, and a connection that ends during its TLS
 handshake leaves no TLS state behind for the cyclic garbage collector (each holds a 256 KiB read
-buffer)."""
+buffer). Each test runs on both event loops ``--event-loop`` offers (``hpa.kube.runtime.run``):
+asyncio's, where TLSSite brings its own TLS protocol, and uvloop, whose TLS it uses."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from hpa.kube.runtime import EVENT_LOOPS, EventLoop, run
 from hpa.kube.serving import TLSSite
 from hpa.kube.tls import build_context
 from tests.faults.handshakes import ENDERS, server_tls_protocols
@@ -39,11 +41,11 @@ async def _peer_common_name(request: web.Request) -> web.Response:
     return web.Response(text=f"{request.scheme} {subject.get('commonName', '-')}")
 
 
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    ca = create_ca(tmp_path, "ca", common_name="ca")
+@contextlib.asynccontextmanager
+async def serving(directory: Path) -> AsyncIterator[Served]:
+    ca = create_ca(directory, "ca", common_name="ca")
     serving = issue_certificate(
-        ca, tmp_path / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
+        ca, directory / "serving", common_name="127.0.0.1", ip_addresses=("127.0.0.1",), server=True
     )
     context = build_context(
         serving.cert_path, serving.key_path, client_ca_pem=ca.pair.cert_path.read_bytes()
@@ -54,9 +56,16 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     await runner.setup()
     await TLSSite(runner, "127.0.0.1", 0, ssl_context=context).start()
     try:
-        yield Served(int(runner.addresses[0][1]), ca, tmp_path)
+        yield Served(int(runner.addresses[0][1]), ca, directory)
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture(params=EVENT_LOOPS)
+def loop_kind(request: pytest.FixtureRequest) -> EventLoop:
+    """The test's body runs on a new loop of this kind."""
+    kind: EventLoop = request.param
+    return kind
 
 
 async def _get(port: int, context: ssl.SSLContext) -> bytes:
@@ -69,14 +78,19 @@ async def _get(port: int, context: ssl.SSLContext) -> bytes:
     return answer
 
 
-async def test_serves_the_application_with_the_client_certificate(served: Served) -> None:
-    client = issue_certificate(
-        served.ca, served.directory / "client", common_name="alice", client=True
-    )
-    context = ssl.create_default_context(cafile=str(served.ca.pair.cert_path))
-    context.load_cert_chain(client.cert_path, client.key_path)
+def test_serves_the_application_with_the_client_certificate(
+    tmp_path: Path, loop_kind: EventLoop
+) -> None:
+    async def body() -> bytes:
+        async with serving(tmp_path) as served:
+            client = issue_certificate(
+                served.ca, served.directory / "client", common_name="alice", client=True
+            )
+            context = ssl.create_default_context(cafile=str(served.ca.pair.cert_path))
+            context.load_cert_chain(client.cert_path, client.key_path)
+            return await _get(served.port, context)
 
-    answer = await _get(served.port, context)
+    answer = run(body(), event_loop=loop_kind)
 
     assert answer.startswith(b"HTTP/1.1 200")
     assert answer.endswith(b"https alice")
@@ -95,18 +109,21 @@ async def _settled(count: Callable[[], int], target: int) -> int:
 
 
 @pytest.mark.parametrize("kind", sorted(ENDERS))
-async def test_connections_ended_in_the_handshake_leave_no_tls_state_for_the_collector(
-    served: Served, kind: str
+def test_connections_ended_in_the_handshake_leave_no_tls_state_for_the_collector(
+    tmp_path: Path, loop_kind: EventLoop, kind: str
 ) -> None:
-    gc.collect()
-    gc.disable()
-    try:
-        baseline = server_tls_protocols()
-        for _ in range(CONNECTIONS):
-            await ENDERS[kind](served.port)
+    async def body() -> tuple[int, int]:
+        async with serving(tmp_path) as served:
+            gc.collect()
+            gc.disable()
+            try:
+                baseline = server_tls_protocols()
+                for _ in range(CONNECTIONS):
+                    await ENDERS[kind](served.port)
+                return baseline, await _settled(server_tls_protocols, baseline)
+            finally:
+                gc.enable()
 
-        alive = await _settled(server_tls_protocols, baseline)
-    finally:
-        gc.enable()
+    baseline, alive = run(body(), event_loop=loop_kind)
 
     assert alive == baseline
