@@ -81,7 +81,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aiohttp
 import orjson
@@ -290,6 +290,49 @@ def write_kubeconfig(path: Path, url: str) -> Path:
 # ---------------------------------------------------------------- load
 
 
+class SlowAnswer(NamedTuple):
+    """An answer that took ``SLOW_ANSWER_SECONDS`` or more, to tell what held it: every
+    connection at once (the server), one namespace (its authorization), one connection."""
+
+    at_seconds: float
+    """When it was scheduled, in seconds from the load's start."""
+    latency_seconds: float
+    queued_seconds: float
+    """How long it waited in line for a free connection (part of its latency)."""
+    namespace: str
+    connection: int
+    """Which of the client's connections carried it (numbered in the order first seen)."""
+
+
+SLOW_ANSWER_SECONDS = 0.1
+
+
+def slow_answer_lines(segment: Segment, *, limit: int = 12) -> list[str]:
+    """The segment's slow answers in bursts (scheduled within 0.5 s of each other): when, how
+    many, the slowest, over how many namespaces and connections, and how long they waited in
+    line for a connection."""
+    threshold = f"{SLOW_ANSWER_SECONDS * 1000:.0f} ms"
+    if not segment.slow:
+        return [f"  answers of {threshold} or more: none"]
+    bursts: list[list[SlowAnswer]] = []
+    for answer in sorted(segment.slow):
+        if bursts and answer.at_seconds - bursts[-1][-1].at_seconds <= 0.5:
+            bursts[-1].append(answer)
+        else:
+            bursts.append([answer])
+    lines = [f"  answers of {threshold} or more: {len(segment.slow)} in {len(bursts)} bursts"]
+    for burst in bursts[:limit]:
+        queued = sorted(answer.queued_seconds for answer in burst)
+        lines.append(
+            f"    {burst[0].at_seconds:.2f}-{burst[-1].at_seconds:.2f} s into the load: "
+            f"{len(burst)} answers, the slowest {max(a.latency_seconds for a in burst) * 1000:.0f}"
+            f" ms; {len({a.namespace for a in burst})} namespaces, "
+            f"{len({a.connection for a in burst})} connections; queued for a connection: p50 "
+            f"{queued[len(queued) // 2] * 1000:.0f} ms, max {queued[-1] * 1000:.0f} ms"
+        )
+    return lines
+
+
 @dataclass
 class Segment:
     """One path's measurements (possibly over several segments)."""
@@ -307,6 +350,8 @@ class Segment:
     wall_seconds: float = 0.0
     intervals: list[tuple[float, float]] = field(default_factory=list)
     """``time.monotonic()`` at the start and end of each measured segment."""
+    slow: list[SlowAnswer] = field(default_factory=list)
+    """Each answer that took ``SLOW_ANSWER_SECONDS`` or more (``open_loop``)."""
 
     @property
     def completed(self) -> int:
@@ -514,9 +559,22 @@ async def open_loop(
     sending_done = False
     background: set[asyncio.Task[None]] = set()
 
+    connection_numbers: dict[int, int] = {}
+
+    def note_slow(
+        scheduled: float, sent: float, now: float, request: bytes, connection: HttpConnection
+    ) -> None:
+        namespace = request.partition(b"/namespaces/")[2].partition(b"/")[0].decode()
+        number = connection_numbers.setdefault(id(connection), len(connection_numbers))
+        segment.slow.append(
+            SlowAnswer(scheduled - start, now - scheduled, sent - scheduled, namespace, number)
+        )
+
     def complete(
-        scheduled: float, connection: HttpConnection
+        scheduled: float, connection: HttpConnection, request: bytes
     ) -> Callable[[int, bytes, ResponseError | None], None]:
+        sent = loop.time()
+
         def done(status: int, body: bytes, error: ResponseError | None) -> None:
             nonlocal pending, busy
             # to the answer's last byte (the client's decompression and checks are not counted)
@@ -536,6 +594,8 @@ async def open_loop(
                         segment.error_samples.append(str(error)[:300])
                 else:
                     segment.latencies_seconds.append(now - scheduled)
+                    if now - scheduled >= SLOW_ANSWER_SECONDS:
+                        note_slow(scheduled, sent, now, request, connection)
             pending -= 1
             if waiting:
                 dispatch(*waiting.popleft())
@@ -548,11 +608,11 @@ async def open_loop(
         try:
             connection = await pool.open()
         except OSError as error:
-            complete(scheduled, HttpConnection(lambda _: None))(
+            complete(scheduled, HttpConnection(lambda _: None), request)(
                 0, b"", ResponseError(f"connect failed: {error!r}")
             )
             return
-        connection.send(request, complete(scheduled, connection))
+        connection.send(request, complete(scheduled, connection, request))
 
     def dispatch(scheduled: float, request: bytes) -> None:
         nonlocal busy
@@ -561,7 +621,7 @@ async def open_loop(
         if pool.idle:
             busy += 1
             connection = pool.idle.pop()
-            connection.send(request, complete(scheduled, connection))
+            connection.send(request, complete(scheduled, connection, request))
         elif max_connections is not None and busy >= max_connections:
             waiting.append((scheduled, request))
         else:

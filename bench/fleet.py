@@ -82,6 +82,7 @@ from bench.adapter import (
     open_loop,
     percentile,
     process_cpu_seconds,
+    slow_answer_lines,
     stop_on_signals,
     tail,
     wait_for_answer,
@@ -367,16 +368,18 @@ async def load_phase(
         # warm-up: connections, authorization cache, the first batched evaluation, and every
         # request asked once (up to one HPA period) as an adapter serving a fleet has been: the
         # first request for an HPA builds what later ones reuse (its plan, its pods' object
-        # references)
+        # references). Then 3 s more of the same load, not a pause: a fleet does not stop
+        # asking, and a batch that nobody asks for past its max age is evaluated afresh by the
+        # next request, which waits for it (a pause here made the load's first 2 s wait for
+        # that evaluation whenever the snapshot expired during it).
         await open_loop(
             path,
             segment,
             rate_per_second=rate,
-            duration_seconds=warm_up_seconds(len(requests), rate),
+            duration_seconds=warm_up_seconds(len(requests), rate) + SETTLE_SECONDS,
             record=False,
             max_connections=MAX_CONNECTIONS,
         )
-        await asyncio.sleep(3.0)
         queries_before = await scrape_metric(url, context, QUERIES_SENT)
         paths_before = [await scrape_metric(url, context, answered_by(p)) for p in ANSWER_PATHS]
         adapter_before = process_cpu_seconds(adapter_pid)
@@ -403,6 +406,10 @@ async def load_phase(
     return Phase(
         name, segment, prometheus_cpu, idle_cores, queries, extra=paths, measured=(started, ended)
     )
+
+
+SETTLE_SECONDS = 3.0
+"""The warm-up's load goes on this long after every distinct request was asked once."""
 
 
 def warm_up_seconds(requests: int, rate: float) -> float:
@@ -766,6 +773,7 @@ def render(result: Result, *, command: str) -> str:
                 f"{phase.extra.get('snapshot_late', 0):.0f}, per request while it was too late "
                 f"{phase.extra.get('per_request_late', 0):.0f}"
             )
+            lines.extend(slow_answer_lines(segment))
         elif phase.name == "discovery":
             lines.append(
                 f"discovery: p50 {ms(segment.p(0.5))} ms, p99 {ms(segment.p(0.99))} ms "
