@@ -55,12 +55,12 @@ from adapter.server.routing import MetricRequest, parse_metric_request
 from adapter.server.settings import Settings, add_flags, check_files, settings_from_args
 from adapter.server.telemetry import ServerMetrics
 from hpa import __version__
-from hpa.kube import runtime
 from hpa.kube.client import ClientSettings, KubeClient, aclose_quietly, load_client
 from hpa.kube.informer import Informer, wait_all_synced
 from hpa.kube.logs import INPUT_ERRORS
 from hpa.kube.records import PodRecord, parse_pod
 from hpa.kube.runtime import collect_periodically
+from hpa.kube.runtime import run as run_on_loop
 from hpa.kube.serving import TLSSite
 from hpa.kube.tls import ServingCertificates, write_self_signed
 
@@ -504,7 +504,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         check_files(settings)
-        runtime.run(run(settings), event_loop=settings.event_loop)
+        run_on_loop(run(settings), event_loop=settings.event_loop)
     except INPUT_ERRORS as error:
         log.error("invalid_input", error=str(error))
         return 2

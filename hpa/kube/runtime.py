@@ -5,8 +5,8 @@ every two minutes.
 :func:`run` runs a role's main coroutine on the event loop its ``--event-loop`` flag names:
 ``uvloop`` (libuv's loop, written in Cython, with its own TLS) or ``asyncio`` (the standard
 library's). Both run the same code: only the loop's own machinery (polling, callbacks, transports
-and TLS) differs. On uvloop, ``hpa adapter`` spends 0.93 x the instructions per request of
-asyncio's loop (docs/performance.md, "Fleet scale").
+and TLS) differs. On uvloop, ``hpa adapter`` spends 0.91 x the instructions per request of
+asyncio's loop, and 0.93 x its CPU in paired full-size runs (docs/performance.md, "Fleet scale").
 
 ``hpa_asyncio_tasks`` is a gauge read at each scrape of ``/metrics``: the tasks of the process's
 event loop that are not done yet (``asyncio.all_tasks``). A role's task count is set by what it
