@@ -49,4 +49,3 @@ def test_a_systematic_difference_is_still_a_difference_after_every_reread() -> N
     first = (Reply(200, {"value": "20"}), Reply(200, {"value": "21"}))
     assert agree_on_reread(first, read_ours, read_theirs, equal) is None
     assert len(ours_read) + len(theirs_read) == REREADS
-
