@@ -32,6 +32,7 @@ from hpa.core.vpa.limitrange import LimitRangeEntry
 from hpa.core.vpa.matching import ControllerKey, VpaTarget
 from hpa.core.vpa.policy import PodResourcePolicy
 from hpa.core.vpa.recommender import RecommendedContainerResources
+from hpa.core.vpa.update import EvictionRequirement
 
 __all__ = ["LimitRangeRecord", "VpaRecord", "parse_limit_range", "parse_vpa"]
 
@@ -66,6 +67,9 @@ class VpaRecord:
     evict_after_oom_seconds: int | None = None
     """``spec.updatePolicy.evictAfterOOMSeconds`` (``PerVPAConfig``): overrides the updater's
     ``--evict-after-oom-threshold``."""
+    eviction_requirements: tuple[EvictionRequirement, ...] = ()
+    """``spec.updatePolicy.evictionRequirements``: the updater changes a pod only when they are
+    met (:func:`hpa.core.vpa.update.admit_by_eviction_requirements`)."""
 
     def matching_target(self, target: ControllerKey, selector: Selector | None) -> VpaTarget:
         """The VPA as matching reads it (``target`` is its ``targetRef``, ``selector`` its
@@ -142,6 +146,10 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         if spec.update_policy
         else None,
         startup_boost=boost_durations,
+        eviction_requirements=tuple(
+            EvictionRequirement(tuple(r.resources), r.change_requirement)
+            for r in (spec.update_policy.eviction_requirements if spec.update_policy else ())
+        ),
     )
 
 

@@ -14,10 +14,14 @@ these tests; the guard has its own component tests).
   reports the spec's resources, so every resize completes at once.
 - A recommendation larger than any node: the ``UpdateDoesNotFit`` event, no eviction.
 - An HPA on cpu: the resize changes memory only.
+- ``updatePolicy.evictionRequirements`` read back from kube-apiserver through upstream's CRD: a
+  VPA that may only shrink its pods leaves them alone while the target grows; changed to
+  ``TargetHigherThanRequests`` with ``kubectl patch``, the next loops resize them.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -102,7 +106,7 @@ def events(lab: Lab, reason: str) -> list[dict[str, Any]]:
     return [e for e in items if e.get("reason") == reason]
 
 
-def start_updater(lab: Lab, name: str, *, interval: str) -> Component:
+def start_updater(lab: Lab, name: str, *, interval: str, flags: tuple[str, ...] = ()) -> Component:
     argv = [
         sys.executable,
         "-m",
@@ -113,6 +117,7 @@ def start_updater(lab: Lab, name: str, *, interval: str) -> Component:
         f"--updater-interval={interval}",
         "--use-admission-controller-status=false",
         f"--address=127.0.0.1:{free_port()}",
+        *flags,
     ]
     return lab.group.start(name, argv, cwd=REPO_ROOT)
 
@@ -262,3 +267,53 @@ def test_an_hpa_on_cpu_keeps_cpu_and_memory_is_updated(vpa_lab: Lab) -> None:
         assert all(r["cpu"] == "100m" for r in requests())
     finally:
         stop(lab, updater, "scaled")
+
+
+def test_eviction_requirements_hold_back_a_change_the_other_way_until_patched(
+    vpa_lab: Lab,
+) -> None:
+    lab = vpa_lab
+    manifest = vpa("grow", mode="InPlaceOrRecreate")
+    both = ["cpu", "memory"]
+    manifest["spec"]["updatePolicy"]["evictionRequirements"] = [
+        {"resources": both, "changeRequirement": "TargetLowerThanRequests"}
+    ]
+    lab.apply([deployment("grow", replicas=2), manifest])
+    recommend(lab, "grow", {"cpu": "250m", "memory": "96Mi"})  # the pods request 100m, 64Mi
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in running_pods(lab, "grow", 2)}
+    updater = start_updater(lab, "vpa-updater-grow", interval="2s", flags=("--log-level=debug",))
+
+    def requests() -> list[str]:
+        return sorted(
+            p["spec"]["containers"][0]["resources"]["requests"]["cpu"] for p in pods(lab, "grow")
+        )
+
+    try:
+        lab.wait_for(
+            lambda: log_has(updater, "pod_removed_by_eviction_requirements"),
+            what="a loop that kept the pods back",
+        )
+        assert requests() == ["100m", "100m"]
+        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(lab, "grow")} == before
+        patch = {
+            "spec": {
+                "updatePolicy": {
+                    "evictionRequirements": [
+                        {"resources": both, "changeRequirement": "TargetHigherThanRequests"}
+                    ]
+                }
+            }
+        }
+        lab.kubectl(
+            "patch",
+            "verticalpodautoscaler",
+            "grow",
+            "-n",
+            NAMESPACE,
+            "--type=merge",
+            "-p",
+            json.dumps(patch),
+        )
+        lab.wait_for(lambda: requests() == ["250m", "250m"], what="both pods resized in place")
+    finally:
+        stop(lab, updater, "grow")

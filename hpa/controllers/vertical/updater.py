@@ -6,7 +6,8 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 fresh (``--use-admission-controller-status``), VPAs in ``Recreate``/``Auto``/
 ``InPlaceOrRecreate``/``InPlace`` (or with a CPU startup boost) are processed, each live pod goes
 to its controlling VPA (``GetControllingVPAForPod``), the pods are grouped by controller for the
-eviction budget (``GetCreatorMaps``), ranked (``getPodsUpdateOrder``), then resized in place
+eviction budget (``GetCreatorMaps``), ranked (``getPodsUpdateOrder``; the pods the VPA's
+``evictionRequirements`` do not admit leave the queue), then resized in place
 (``InPlaceOrRecreate``, ``InPlace``; ``InPlaceOrRecreate`` falls back to eviction) or evicted
 (``Recreate``) through the rate limiters; ``recordInfeasibleAttempt`` and
 ``cleanupStaleInfeasibleAttempts``; events ``EvictedByVPA`` (pod), ``EvictedPod`` (VPA),
@@ -27,7 +28,6 @@ Extensions (see ``docs/vpa.md``):
 Deliberate deviations: the boost check runs in the loop (upstream has a separate queue woken by
 pod events, so it reacts sooner than ``--updater-interval``); the infeasible-attempt memory keeps
 the capped recommendation the updater applied (upstream keeps ``status.recommendation``);
-``EvictionRequirements`` (``scaling_direction_pod_eviction_admission.go``) are not applied;
 in-place attempt times of pods that are gone are forgotten; in ``InPlace`` mode a pod whose decision
 is ``InPlaceDeferred`` (its group's budget is spent, or a resize is pending or in progress) waits
 for a later loop (v1.8.1 sends it the resize anyway, so ``InPlace`` ignored the budget and re-sent
@@ -97,6 +97,7 @@ from hpa.core.vpa.update import (
     EvictionRestriction,
     InPlaceDecision,
     UpdateConfig,
+    admit_by_eviction_requirements,
     admit_for_update,
     eviction_restriction,
     get_update_priority,
@@ -508,7 +509,21 @@ class Updater:
             if admit_for_update(pod.pod, priority, now=ctx.now, config=config, quick_oomed=oomed):
                 queued.append((pod.pod, priority))
                 by_key[(pod.namespace, pod.name)] = pod
-        return [by_key[(p.namespace, p.name)] for p in sorted_for_update(queued)]
+        ordered = []
+        for queued_pod in sorted_for_update(queued):
+            record = by_key[(queued_pod.namespace, queued_pod.name)]
+            if admit_by_eviction_requirements(
+                queued_pod, self._plan(ctx, record).ranked, ctx.vpa.record.eviction_requirements
+            ):
+                ordered.append(record)
+            else:
+                log.debug(
+                    "pod_removed_by_eviction_requirements",
+                    pod=record.name,
+                    namespace=record.namespace,
+                    vpa=ctx.name,
+                )
+        return ordered
 
     # ------------------------------------------------------------------ in place
 

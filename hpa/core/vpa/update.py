@@ -32,6 +32,13 @@ Upstream counterparts (kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1)
   retried only when the recommendation drops), ``InPlaceOrRecreate`` falls back to eviction when
   it is ``Infeasible``, ``Deferred`` for 5 minutes or in progress for an hour since the last
   attempt.
+- ``scaling_direction_pod_eviction_admission.go`` (``Admit``): a VPA's
+  ``updatePolicy.evictionRequirements`` take a queued pod out of the queue (for eviction and for
+  in-place resizes alike) unless some container with a recommendation meets every requirement. A
+  requirement is met when one of its resources' targets is above (``TargetHigherThanRequests``)
+  or below (``TargetLowerThanRequests``) the container's request, in milli-units; a resource
+  missing from the target or the requests counts as 0; a container without a cpu or a memory
+  request admits the pod.
 
 Deliberate deviations:
 - pods with equal update priority are ordered, not left to an unstable sort: the pod of lower
@@ -61,6 +68,7 @@ __all__ = [
     "IN_PROGRESS_RESIZE_UPDATE_TIMEOUT",
     "ContainerRecommendation",
     "ContainerStatus",
+    "EvictionRequirement",
     "EvictionRestriction",
     "GroupStats",
     "InPlaceDecision",
@@ -70,6 +78,7 @@ __all__ = [
     "ResizeStatus",
     "UpdateConfig",
     "UpdatePod",
+    "admit_by_eviction_requirements",
     "admit_for_update",
     "can_evict_in_placing_pod",
     "eviction_restriction",
@@ -305,6 +314,54 @@ def admit_for_update(
         if priority.resource_diff < config.min_change_priority:
             return False
     return not (quick_oomed and priority.resource_diff == 0)
+
+
+TARGET_HIGHER_THAN_REQUESTS = "TargetHigherThanRequests"
+TARGET_LOWER_THAN_REQUESTS = "TargetLowerThanRequests"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRequirement:
+    """One of ``spec.updatePolicy.evictionRequirements``: met when the target of one of
+    ``resources`` moved in the direction ``change_requirement`` names
+    (``TargetHigherThanRequests`` or ``TargetLowerThanRequests``)."""
+
+    resources: tuple[str, ...]
+    change_requirement: str
+
+
+def _requirement_met(
+    requirement: EvictionRequirement, requests: ResourceMilli, target: ResourceMilli
+) -> bool:
+    for resource in requirement.resources:
+        request, recommended = requests.get(resource, 0), target.get(resource, 0)
+        if requirement.change_requirement == TARGET_HIGHER_THAN_REQUESTS and recommended > request:
+            return True
+        if requirement.change_requirement == TARGET_LOWER_THAN_REQUESTS and recommended < request:
+            return True
+    return False
+
+
+def admit_by_eviction_requirements(
+    pod: UpdatePod,
+    recommendations: Sequence[ContainerRecommendation],
+    requirements: Sequence[EvictionRequirement],
+) -> bool:
+    """``scalingDirectionPodEvictionAdmission.Admit``: may ``pod`` stay in the update queue under
+    its VPA's eviction requirements? Always, without requirements (upstream also admits then,
+    unless no container has a recommendation, and such a pod never joins the queue)."""
+    if not requirements:
+        return True
+    for container, _ in pod.containers:
+        recommended = _recommendation_for(container, recommendations)
+        if recommended is None:
+            continue
+        requests = pod.requests(container)
+        if "cpu" not in requests or "memory" not in requests:
+            return True
+        if all(_requirement_met(r, requests, recommended.target) for r in requirements):
+            return True
+    return False
 
 
 def has_lower_resource_recommendation(

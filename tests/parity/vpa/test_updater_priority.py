@@ -8,7 +8,9 @@ Ported from kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1:
 ``TestLessPodPriority``, ``TestHasLowerResourceRecommendation``) and
 ``pkg/updater/restriction/pods_restriction_factory_test.go`` (``TestDisruptReplicatedByController``,
 eviction rows) with ``pods_eviction_restriction_test.go`` (``TestEvictTooFewReplicas``,
-``TestEvictionTolerance``, ``TestEvictAtLeastOne``).
+``TestEvictionTolerance``, ``TestEvictAtLeastOne``), and
+``pkg/updater/priority/scaling_direction_pod_eviction_admission_test.go``
+(``TestAdmitForSingleContainer``, ``TestAdmitForMultipleContainer``).
 
 Quantities are written as upstream's test strings and read with ``hpa.core.quantity``.
 """
@@ -23,10 +25,12 @@ from hpa.core.quantity import parse_quantity
 from hpa.core.vpa.update import (
     ContainerRecommendation,
     ContainerStatus,
+    EvictionRequirement,
     PodPriority,
     ReplicaGroup,
     UpdateConfig,
     UpdatePod,
+    admit_by_eviction_requirements,
     admit_for_update,
     eviction_restriction,
     get_update_priority,
@@ -491,3 +495,151 @@ def test_a_pod_without_a_controller_is_never_evicted() -> None:
     assert not any(restriction.can_evict(p) for p in bare)
     with pytest.raises(ValueError, match="not in an evictable group"):
         restriction.record_eviction(bare[0])
+
+
+# ------------------------------------------------------------------ eviction requirements
+
+HIGHER, LOWER = "TargetHigherThanRequests", "TargetLowerThanRequests"
+C1, C2 = "test-container-1", "test-container-2"
+
+
+def requirement(change: str, *resources: str) -> EvictionRequirement:
+    return EvictionRequirement(resources, change)
+
+
+ONE = pod("test-pod", (C, res("500m", "10Gi")))
+TWO = pod("test-pod", (C1, res("500m", "10Gi")), (C2, res("500m", "10Gi")))
+
+ADMIT_CASES = {
+    # TestAdmitForSingleContainer
+    "no resource request is present for a Pod": (
+        pod("test-pod-without-requests", ("test-container-without-requests", {})),
+        [rec("test-container-without-requests", target=("600m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        True,
+    ),
+    "recommendation is higher than ContainerStatus requests": (
+        pod(
+            "test-pod",
+            (C, res("500m", "10Gi")),
+            statuses=(ContainerStatus(C, res("100m", "1Gi")),),
+        ),
+        [rec(target=("400m", "4Gi"))],
+        [requirement(HIGHER, "cpu", "memory")],
+        True,
+    ),
+    "no config is given": (ONE, [rec(target=("600m", "10Gi"))], [], True),
+    "CPU scaled up, config allows scaling up CPU": (
+        ONE,
+        [rec(target=("600m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        True,
+    ),
+    "CPU scaled down, config allows scaling down CPU": (
+        ONE,
+        [rec(target=("400m", "10Gi"))],
+        [requirement(LOWER, "cpu")],
+        True,
+    ),
+    "CPU not scaled, config allows only scaling up CPU and memory": (
+        ONE,
+        [rec(target=("500m", "10Gi"))],
+        [requirement(HIGHER, "cpu", "memory")],
+        False,
+    ),
+    "CPU not scaled up, but memory is": (
+        ONE,
+        [rec(target=("500m", "11Gi"))],
+        [requirement(HIGHER, "cpu", "memory")],
+        True,
+    ),
+    "memory scaled up, config allows scaling up memory": (
+        ONE,
+        [rec(target=("500m", "11Gi"))],
+        [requirement(HIGHER, "memory")],
+        True,
+    ),
+    "memory scaled down, config allows scaling down memory": (
+        ONE,
+        [rec(target=("500m", "9Gi"))],
+        [requirement(LOWER, "memory")],
+        True,
+    ),
+    "memory scaled down, config allows only scaling up": (
+        ONE,
+        [rec(target=("500m", "9Gi"))],
+        [requirement(HIGHER, "cpu", "memory")],
+        False,
+    ),
+    "CPU up and memory down, config allows CPU up and memory down": (
+        ONE,
+        [rec(target=("600m", "9Gi"))],
+        [requirement(HIGHER, "cpu"), requirement(LOWER, "memory")],
+        True,
+    ),
+    "CPU up, config allows only scaling down CPU": (
+        ONE,
+        [rec(target=("1000m", "9Gi"))],
+        [requirement(LOWER, "cpu")],
+        False,
+    ),
+    "CPU up and memory down, config requires both up": (
+        ONE,
+        [rec(target=("600m", "9Gi"))],
+        [requirement(HIGHER, "cpu"), requirement(HIGHER, "memory")],
+        False,
+    ),
+    # TestAdmitForMultipleContainer
+    "both containers fulfill the EvictionRequirements": (
+        TWO,
+        [rec(C1, target=("600m", "10Gi")), rec(C2, target=("700m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        True,
+    ),
+    "only one container fulfills the EvictionRequirements": (
+        TWO,
+        [rec(C1, target=("200m", "10Gi")), rec(C2, target=("700m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        True,
+    ),
+    "no container fulfills the EvictionRequirements": (
+        TWO,
+        [rec(C1, target=("200m", "10Gi")), rec(C2, target=("300m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        False,
+    ),
+    "one container without a recommendation, the other not fulfilling": (
+        TWO,
+        [rec(C2, target=("300m", "10Gi"))],
+        [requirement(HIGHER, "cpu")],
+        False,
+    ),
+    # not in upstream's tables: a resource missing from the target counts as 0, as
+    # ``Quantity.MilliValue`` of a missing entry does upstream
+    "a resource missing from the target is lower than its request": (
+        ONE,
+        [rec(target=("", "10Gi"))],
+        [requirement(LOWER, "cpu")],
+        True,
+    ),
+    "a resource missing from the target is never higher than its request": (
+        ONE,
+        [rec(target=("", "11Gi"))],
+        [requirement(HIGHER, "cpu")],
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("update_pod", "recommendation", "requirements", "admitted"),
+    ADMIT_CASES.values(),
+    ids=ADMIT_CASES.keys(),
+)
+def test_admit_by_eviction_requirements(
+    update_pod: UpdatePod,
+    recommendation: list[ContainerRecommendation],
+    requirements: list[EvictionRequirement],
+    admitted: bool,
+) -> None:
+    assert admit_by_eviction_requirements(update_pod, recommendation, requirements) is admitted

@@ -577,3 +577,76 @@ async def test_each_system_critical_pod_kept_is_counted_once() -> None:
     await world.updater.run_once()
     labels = {"vpa_name": "web", "vpa_namespace": NS}
     assert sample(world, "hpa_vpa_updater_system_critical_skipped_pods_total", labels) == 3
+
+
+@pytest.mark.parametrize(
+    ("mode", "change", "changed"),
+    [
+        ("Recreate", "TargetHigherThanRequests", True),
+        ("Recreate", "TargetLowerThanRequests", False),
+        ("InPlaceOrRecreate", "TargetHigherThanRequests", True),
+        ("InPlaceOrRecreate", "TargetLowerThanRequests", False),
+    ],
+)
+async def test_eviction_requirements_keep_pods_whose_target_moved_the_other_way(
+    mode: str, change: str, changed: bool
+) -> None:
+    # the pods request 100m and 128Mi; the target is 500m and 512Mi: both go up
+    world = World()
+    policy = {
+        "updateMode": mode,
+        "evictionRequirements": [{"resources": ["cpu", "memory"], "changeRequirement": change}],
+    }
+    world.cluster.put_vpa(vpa(extra_spec={"updatePolicy": policy}))
+    await world.updater.run_once()
+    touched = world.actions.evicted + [who for who, _ in world.actions.resized]
+    assert touched == (["web-0"] if changed else [])
+
+
+async def test_eviction_requirements_are_met_by_one_resource_of_a_requirement() -> None:
+    # cpu goes down (100m -> 50m), memory up: "either lower" admits, "cpu lower" and
+    # "memory higher" together admit, "cpu higher" does not
+    target = {"cpu": "50m", "memory": "512Mi"}
+    cases = [
+        ([{"resources": ["cpu", "memory"], "changeRequirement": "TargetLowerThanRequests"}], True),
+        (
+            [
+                {"resources": ["cpu"], "changeRequirement": "TargetLowerThanRequests"},
+                {"resources": ["memory"], "changeRequirement": "TargetHigherThanRequests"},
+            ],
+            True,
+        ),
+        ([{"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}], False),
+    ]
+    for requirements, changed in cases:
+        world = World()
+        policy = {"updateMode": "Recreate", "evictionRequirements": requirements}
+        world.cluster.put_vpa(vpa(target=target, extra_spec={"updatePolicy": policy}))
+        await world.updater.run_once()
+        assert world.actions.evicted == (["web-0"] if changed else []), requirements
+
+
+@pytest.mark.parametrize(
+    ("change", "paths"),
+    [
+        ("TargetLowerThanRequests", ["/spec/containers/0/resources/requests/cpu"]),
+        ("TargetHigherThanRequests", []),
+    ],
+)
+async def test_a_resource_the_updater_leaves_alone_counts_as_a_target_of_zero(
+    change: str, paths: list[str]
+) -> None:
+    # memory is Initial, so the target the updater applies holds cpu only (docs/vpa.md)
+    world = World()
+    policy = {
+        "updateMode": "InPlaceOrRecreate",
+        "evictionRequirements": [{"resources": ["memory"], "changeRequirement": change}],
+    }
+    world.cluster.put_vpa(
+        vpa(
+            annotations={"vpa.hpa.dev/resource-update-modes": "memory=Initial"},
+            extra_spec={"updatePolicy": policy},
+        )
+    )
+    await world.updater.run_once()
+    assert resize_paths(world, "web-0") == paths
