@@ -7,7 +7,8 @@ Upstream counterpart: kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1
 ``--in-recommendation-bounds-eviction-lifetime-threshold`` 12h, ``--evict-after-oom-threshold``
 10m, ``--use-admission-controller-status`` true, ``--admission-controller-status-lease-name``/
 ``-namespace``/``-timeout`` (``vpa-admission-controller``, ``$NAMESPACE`` or ``kube-system``,
-1m), ``--vpa-object-namespace``, ``--ignored-vpa-object-namespaces``, ``--address`` ``:8943``;
+1m), ``--vpa-object-namespace``, ``--ignored-vpa-object-namespaces``,
+``--in-place-skip-disruption-budget`` false, ``--address`` ``:8943``;
 leader election on the Lease ``vpa-updater`` in ``kube-system``, off by default; the pod
 informer lists only scheduled pods that are not done: ``spec.nodeName!=,status.phase!=Succeeded,
 status.phase!=Failed``; one eviction and one in-place rate limiter with the same settings).
@@ -140,6 +141,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=d.status_lease_timeout_seconds,
         metavar="DURATION",
     )
+    parser.add_argument(
+        "--in-place-skip-disruption-budget",
+        type=switch_flag,
+        default=c.in_place_skip_disruption_budget,
+        metavar="BOOL",
+        help="resize in place without the group's budget when no container would restart",
+    )
     parser.add_argument("--vpa-object-namespace", default="")
     parser.add_argument("--ignored-vpa-object-namespaces", default="")
     parser.add_argument("--address", default=d.address)
@@ -206,6 +214,7 @@ def settings_from_args(args: argparse.Namespace) -> UpdaterSettings:
             ignored_vpa_object_namespaces=ignored,
             allow_evicting_system_critical=args.allow_evicting_system_critical,
             hpa_awareness=HpaAwareness(args.hpa_awareness),
+            in_place_skip_disruption_budget=args.in_place_skip_disruption_budget,
         ),
         eviction_rate_limit=args.eviction_rate_limit,
         eviction_rate_burst=args.eviction_rate_burst,

@@ -155,6 +155,11 @@ def parse_updater_pod(data: Mapping[str, Any]) -> UpdaterPodRecord:
         uid=str(metadata.get("uid", "")),
         cpu_boost_in_progress=has_boost_in_progress(annotations),
         conditions=conditions,
+        non_disruptive_resize=not any(
+            policy.get("restartPolicy") == "RestartContainer"
+            for container in spec.get("containers") or ()
+            for policy in container.get("resizePolicy") or ()
+        ),
     )
     return UpdaterPodRecord(
         namespace=namespace,

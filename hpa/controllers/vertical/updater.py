@@ -124,6 +124,8 @@ __all__ = [
 
 log = structlog.get_logger("hpa.controllers.vertical.updater")
 
+_IN_PLACE_MODES = frozenset({UpdateMode.IN_PLACE.value, UpdateMode.IN_PLACE_OR_RECREATE.value})
+
 EVENT_EVICTED_BY_VPA = "EvictedByVPA"
 EVENT_EVICTED_POD = "EvictedPod"
 EVENT_IN_PLACE_RESIZED = "InPlaceResizedByVPA"
@@ -160,6 +162,10 @@ class UpdaterConfig:
     """``--allow-evicting-system-critical`` (ours)."""
     hpa_awareness: HpaAwareness = HpaAwareness.EXCLUDE
     """``--hpa-awareness`` (ours)."""
+    in_place_skip_disruption_budget: bool = False
+    """``--in-place-skip-disruption-budget``: for VPAs that resize in place, a resize that
+    restarts no container does not wait for the group's budget, and a group below
+    ``minReplicas`` is resized (never evicted)."""
 
 
 @dataclass(slots=True)
@@ -395,6 +401,8 @@ class Updater:
             eviction_tolerance=self.config.eviction_tolerance,
             last_in_place_attempt=self.last_in_place_attempt,
             now=now,
+            in_place_skip_disruption_budget=self.config.in_place_skip_disruption_budget
+            and vpa.plan.mode in _IN_PLACE_MODES,
         )
         conflicts: tuple[HorizontalConflict, ...] = ()
         if self.config.hpa_awareness is not HpaAwareness.OFF and record.target is not None:

@@ -39,6 +39,11 @@ Upstream counterparts (kubernetes/autoscaler ``vertical-pod-autoscaler`` v1.8.1)
   or below (``TargetLowerThanRequests``) the container's request, in milli-units; a resource
   missing from the target or the requests counts as 0; a container without a cpu or a memory
   request admits the pod.
+- ``--in-place-skip-disruption-budget`` (``pods_restriction_factory.go``,
+  ``pods_inplace_restriction.go``, ``utils.IsNonDisruptiveResize``): for a VPA in ``InPlace`` or
+  ``InPlaceOrRecreate``, a group below ``minReplicas`` is kept, marked ``belowMinReplicas`` (none
+  of its pods is evicted), and a resize of a pod none of whose containers has a
+  ``RestartContainer`` resize policy is approved without the group's budget.
 
 Deliberate deviations:
 - pods with equal update priority are ordered, not left to an unstable sort: the pod of lower
@@ -47,8 +52,6 @@ Deliberate deviations:
   namespace into one nameless group with ``configured`` 0, which lets them be evicted);
 - a group whose controller's replica count is unknown or 0 is never disrupted (upstream: the
   same, through an error it logs);
-- no ``--in-place-skip-disruption-budget`` (beta upstream): in-place resizes always use the
-  group's budget;
 - the ``InPlace`` feature gate is always on.
 """
 
@@ -157,6 +160,8 @@ class UpdatePod:
     uid: str = ""
     cpu_boost_in_progress: bool = False
     conditions: tuple[PodCondition, ...] = ()
+    non_disruptive_resize: bool = True
+    """``IsNonDisruptiveResize``: no container has a ``RestartContainer`` resize policy."""
 
     def condition(self, condition_type: str) -> PodCondition | None:
         """``GetPodCondition``: the first condition of that type."""
@@ -410,6 +415,9 @@ class GroupStats:
     evicted: int = 0
     in_place_update_ongoing: int = 0
     in_place_update_initiated: int = 0
+    below_min_replicas: bool = False
+    """Kept below ``minReplicas`` for in-place resizes only (``--in-place-skip-disruption-budget``):
+    none of its pods is evicted."""
 
     def is_pod_disruptable(self) -> bool:
         should_be_alive = self.configured - self.eviction_tolerance
@@ -516,6 +524,9 @@ class EvictionRestriction:
     groups: dict[ReplicaGroup, GroupStats]
     last_in_place_attempt: MutableMapping[str, datetime] = field(default_factory=dict)
     now: datetime | None = None
+    skip_disruption_budget: bool = False
+    """``--in-place-skip-disruption-budget`` for this VPA: a resize that restarts no container
+    is approved without the group's budget."""
 
     def _now(self) -> datetime:
         if self.now is None:
@@ -528,6 +539,8 @@ class EvictionRestriction:
         if pod.phase == "Pending":
             return True
         stats = self.groups[pod.controller]
+        if stats.below_min_replicas:
+            return False
         if is_in_place_updating(pod):
             return can_evict_in_placing_pod(pod, stats, self.last_in_place_attempt, now=self._now())
         return stats.is_pod_disruptable()
@@ -565,6 +578,8 @@ class EvictionRestriction:
             if can_evict_in_placing_pod(pod, stats, self.last_in_place_attempt, now=self._now()):
                 return InPlaceDecision.EVICT
             return InPlaceDecision.DEFERRED
+        if self.skip_disruption_budget and pod.non_disruptive_resize:
+            return InPlaceDecision.APPROVED
         if stats.is_pod_disruptable():
             return InPlaceDecision.APPROVED
         return InPlaceDecision.DEFERRED
@@ -596,18 +611,25 @@ def eviction_restriction(
     eviction_tolerance: float,
     last_in_place_attempt: MutableMapping[str, datetime] | None = None,
     now: datetime | None = None,
+    in_place_skip_disruption_budget: bool = False,
 ) -> EvictionRestriction:
     """``GetCreatorMaps``: the groups of ``pods`` that may be disrupted. ``configured_replicas``
     is the controller's ``spec.replicas`` (a DaemonSet's ``desiredNumberScheduled``); a Job's is
-    its live pod count. ``min_replicas`` is the VPA's ``updatePolicy.minReplicas`` or the flag."""
+    its live pod count. ``min_replicas`` is the VPA's ``updatePolicy.minReplicas`` or the flag.
+    ``in_place_skip_disruption_budget``: the flag is set and the VPA's mode is ``InPlace`` or
+    ``InPlaceOrRecreate``."""
     live: dict[ReplicaGroup, list[UpdatePod]] = {}
     for pod in pods:
         if pod.controller is not None:
             live.setdefault(pod.controller, []).append(pod)
     groups: dict[ReplicaGroup, GroupStats] = {}
     for group, members in live.items():
-        if len(members) < min_replicas and not any(p.cpu_boost_in_progress for p in members):
-            continue
+        below_min_replicas = False
+        if len(members) < min_replicas:
+            boosted = any(p.cpu_boost_in_progress for p in members)
+            if not boosted and not in_place_skip_disruption_budget:
+                continue
+            below_min_replicas = in_place_skip_disruption_budget
         configured = len(members) if group.kind == "Job" else configured_replicas.get(group)
         if not configured:
             continue
@@ -618,7 +640,11 @@ def eviction_restriction(
             running=len(members) - pending,
             eviction_tolerance=int(float(configured) * eviction_tolerance),
             in_place_update_ongoing=sum(1 for pod in members if is_in_place_updating(pod)),
+            below_min_replicas=below_min_replicas,
         )
     return EvictionRestriction(
-        groups, {} if last_in_place_attempt is None else last_in_place_attempt, now
+        groups,
+        {} if last_in_place_attempt is None else last_in_place_attempt,
+        now,
+        skip_disruption_budget=in_place_skip_disruption_budget,
     )

@@ -231,7 +231,15 @@ def test_upstream_defaults() -> None:
     assert settings.leader.resource_name == "vpa-updater"
     assert settings.leader.leader_elect is False
     assert settings.status_lease_name == "vpa-admission-controller"
+    assert settings.loop.in_place_skip_disruption_budget is False
     assert isinstance(settings, UpdaterSettings)
+
+
+def test_the_skip_disruption_budget_flag_reaches_the_loop() -> None:
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    args = parser.parse_args(["--in-place-skip-disruption-budget=true"])
+    assert settings_from_args(args).loop.in_place_skip_disruption_budget is True
 
 
 class ParkingClock(FakeClock):

@@ -1,10 +1,13 @@
 """Upstream's in-place restriction tables (kubernetes/autoscaler ``vertical-pod-autoscaler``
 v1.8.1 ``pkg/updater/restriction/pods_inplace_restriction_test.go``: ``TestCanInPlaceUpdate``,
-``TestInPlaceModeResizeStatuses``, ``TestEvictionToleranceForInPlace``, ``TestInPlaceAtLeastOne``;
-``pods_restriction_factory_test.go``: ``TestGetResizeStatus``), ported row by row.
+``TestInPlaceModeResizeStatuses``, ``TestEvictionToleranceForInPlace``, ``TestInPlaceAtLeastOne``,
+``TestEvictionToleranceForInPlaceWithSkipDisruptionBudget``,
+``TestEvictionToleranceForInPlaceWithSkipDisruptionBudgetWithLessThanMinimumPods``,
+``TestInPlaceSkipDisruptionBudgetWithResizePolicy``; ``pods_eviction_restriction_test.go``:
+``TestEvictTooFewReplicasWithInPlaceSkipDisruptionBudget``; ``pods_restriction_factory_test.go``:
+``TestGetResizeStatus``), ported row by row.
 
-Rows with ``--in-place-skip-disruption-budget`` (not offered here) are left out; rows for the
-``InPlace`` feature gate switched off do not apply (the gate is always on).
+Rows for the ``InPlace`` feature gate switched off do not apply (the gate is always on).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pytest
 
 from hpa.core.vpa.update import (
     ContainerRecommendation,
+    EvictionRestriction,
     InPlaceDecision,
     PodCondition,
     ReplicaGroup,
@@ -36,7 +40,9 @@ IN_PROGRESS = PodCondition("PodResizeInProgress", "True")
 IN_PROGRESS_ERROR = PodCondition("PodResizeInProgress", "True", "Error", "some error")
 
 
-def pod(name: str, *conditions: PodCondition, uid: str = "") -> UpdatePod:
+def pod(
+    name: str, *conditions: PodCondition, uid: str = "", non_disruptive: bool = True
+) -> UpdatePod:
     return UpdatePod(
         namespace="default",
         name=name,
@@ -44,6 +50,7 @@ def pod(name: str, *conditions: PodCondition, uid: str = "") -> UpdatePod:
         controller=RC,
         conditions=conditions,
         uid=uid or name,
+        non_disruptive_resize=non_disruptive,
     )
 
 
@@ -65,6 +72,7 @@ def decide(
     min_replicas: int = 2,
     recommendation: tuple[ContainerRecommendation, ...] | None = REC,
     infeasible: tuple[ContainerRecommendation, ...] | None = None,
+    skip: bool = False,
 ) -> InPlaceDecision:
     selected = pods[0]
     restriction = eviction_restriction(
@@ -74,6 +82,7 @@ def decide(
         eviction_tolerance=tolerance,
         last_in_place_attempt={f"{selected.namespace}/{selected.name}": last_attempt},
         now=clock,
+        in_place_skip_disruption_budget=skip and mode in (IPOR, IP),
     )
     return restriction.can_in_place_update(
         selected, update_mode=mode, recommendation=recommendation, infeasible_attempt=infeasible
@@ -89,9 +98,16 @@ A, D, E, INF, C = (
     InPlaceDecision.INFEASIBLE_CACHED,
 )
 
-# name: (first pod's conditions, pod count, replicas, tolerance, last attempt, mode, clock, want)
+# name: (first pod's conditions, pod count, replicas, tolerance, last attempt, mode, clock, want,
+#        --in-place-skip-disruption-budget)
 CAN_IN_PLACE_UPDATE = {
     "InPlaceApproved - (half of 3)": ((), 3, 3, 0.5, ZERO_TIME, IPOR, DEFAULT_CLOCK, A),
+    "InPlaceApproved(InPlaceOrRecreate mode) - with inPlaceSkipDisruptionBudget flag": (
+        (), 1, 1, 0.5, ZERO_TIME, IPOR, DEFAULT_CLOCK, A, True,
+    ),
+    "InPlaceApproved(InPlace mode) - with inPlaceSkipDisruptionBudget flag": (
+        (), 1, 1, 0.5, ZERO_TIME, IP, DEFAULT_CLOCK, A, True,
+    ),
     "InPlaceDeferred(InPlaceOrRecreate) - without inPlaceSkipDisruptionBudget flag": (
         (), 1, 1, 0.5, ZERO_TIME, IPOR, DEFAULT_CLOCK, D,
     ),
@@ -144,8 +160,8 @@ CAN_IN_PLACE_UPDATE = {
 
 
 @pytest.mark.parametrize(
-    ("conditions", "count", "replicas", "tolerance", "last", "mode", "clock", "want"),
-    CAN_IN_PLACE_UPDATE.values(),
+    ("conditions", "count", "replicas", "tolerance", "last", "mode", "clock", "want", "skip"),
+    [(*row, False)[:9] for row in CAN_IN_PLACE_UPDATE.values()],
     ids=CAN_IN_PLACE_UPDATE.keys(),
 )
 def test_can_in_place_update(
@@ -157,10 +173,17 @@ def test_can_in_place_update(
     mode: str,
     clock: datetime,
     want: InPlaceDecision,
+    skip: bool,
 ) -> None:
     pods = [pod("test-0", *conditions)] + [pod(f"test-{i}") for i in range(1, count)]
     got = decide(
-        pods, replicas=replicas, tolerance=tolerance, mode=mode, last_attempt=last, clock=clock
+        pods,
+        replicas=replicas,
+        tolerance=tolerance,
+        mode=mode,
+        last_attempt=last,
+        clock=clock,
+        skip=skip,
     )
     assert got is want
 
@@ -339,3 +362,89 @@ GET_RESIZE_STATUS = {
 )
 def test_get_resize_status(conditions: tuple[PodCondition, ...], want: ResizeStatus) -> None:
     assert resize_status(pod("p", *conditions)) is want
+
+
+# ------------------------------------------------------ --in-place-skip-disruption-budget
+
+
+def skipping(
+    pods: list[UpdatePod],
+    *,
+    replicas: int,
+    tolerance: float,
+    skip: bool = True,
+    min_replicas: int = 2,
+) -> EvictionRestriction:
+    return eviction_restriction(
+        pods,
+        {RC: replicas},
+        min_replicas=min_replicas,
+        eviction_tolerance=tolerance,
+        now=ZERO_TIME,
+        in_place_skip_disruption_budget=skip,
+    )
+
+
+def resize_all(restriction: EvictionRestriction, pods: list[UpdatePod], mode: str = IPOR) -> int:
+    """Approve and record resizes in turn, as the updater does; how many went through."""
+    done = 0
+    for one in pods:
+        if restriction.can_in_place_update(one, update_mode=mode, recommendation=REC) is A:
+            restriction.record_in_place_update(one)
+            done += 1
+    return done
+
+
+def test_eviction_tolerance_for_in_place_with_skip_disruption_budget() -> None:
+    pods = [pod(f"test-{i}") for i in range(5)]
+    restriction = skipping(pods, replicas=5, tolerance=0.8)
+    assert all(
+        restriction.can_in_place_update(p, update_mode=IPOR, recommendation=REC) is A for p in pods
+    )
+    assert resize_all(restriction, pods) == 5
+
+
+def test_skip_disruption_budget_with_less_than_minimum_pods_resizes_but_never_evicts() -> None:
+    pods = [pod("test-0")]
+    restriction = skipping(pods, replicas=5, tolerance=0.8)
+    assert resize_all(restriction, pods) == 1
+    assert restriction.can_evict(pods[0]) is False
+
+
+def test_evict_too_few_replicas_with_in_place_skip_disruption_budget() -> None:
+    pods = [pod(f"test-{i}") for i in range(5)]
+    restriction = skipping(pods, replicas=5, tolerance=0.5, min_replicas=10)
+    assert not any(restriction.can_evict(p) for p in pods)
+
+
+# name: (no container restarts on a resize, flag, resizes approved of 5)
+SKIP_WITH_RESIZE_POLICY = {
+    "NotRequired policy with flag enabled - should skip disruption budget": (True, True, 5),
+    # upstream names this row "RestartContainer policy with flag enabled", but its pods have
+    # NotRequired policies and the flag is off
+    "NotRequired policy with flag disabled - should respect disruption budget": (True, False, 1),
+    "Only RestartContainer policy with flag enabled - should respect disruption budget": (
+        False,
+        True,
+        1,
+    ),
+    "No resize policy with flag enabled - should skip disruption budget": (True, True, 5),
+    "No resize policy with flag disabled - should respect disruption budget": (True, False, 1),
+    "Multiple containers - one NotRequired, one RestartContainer - should respect budget": (
+        False,
+        True,
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("non_disruptive", "skip", "want"),
+    SKIP_WITH_RESIZE_POLICY.values(),
+    ids=SKIP_WITH_RESIZE_POLICY.keys(),
+)
+def test_in_place_skip_disruption_budget_with_resize_policy(
+    non_disruptive: bool, skip: bool, want: int
+) -> None:
+    pods = [pod(f"test-{i}", non_disruptive=non_disruptive) for i in range(5)]
+    assert resize_all(skipping(pods, replicas=5, tolerance=0.1, skip=skip), pods) == want

@@ -650,3 +650,52 @@ async def test_a_resource_the_updater_leaves_alone_counts_as_a_target_of_zero(
     )
     await world.updater.run_once()
     assert resize_paths(world, "web-0") == paths
+
+
+def restarting(name: str) -> dict[str, Any]:
+    """A pod whose container restarts when its memory is resized."""
+    data = pod(name)
+    data["spec"]["containers"][0]["resizePolicy"] = [
+        {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+        {"resourceName": "memory", "restartPolicy": "RestartContainer"},
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("skip", "restarts", "resized"),
+    [
+        (False, False, ["web-0"]),  # int(3 * 0.5) = 1 per loop
+        (True, False, ["web-0", "web-1", "web-2"]),
+        (True, True, ["web-0"]),  # a container would restart: the budget holds
+    ],
+)
+async def test_skipping_the_disruption_budget_resizes_every_pod_that_restarts_nothing(
+    skip: bool, restarts: bool, resized: list[str]
+) -> None:
+    world = World(in_place_skip_disruption_budget=skip)
+    if restarts:
+        for i in range(3):
+            world.cluster.put_pod(restarting(f"web-{i}"))
+    world.cluster.put_vpa(vpa(mode="InPlaceOrRecreate"))
+    await world.updater.run_once()
+    assert sorted(who for who, _ in world.actions.resized) == resized
+    assert world.actions.evicted == []
+
+
+async def test_skipping_the_disruption_budget_leaves_recreate_to_the_budget() -> None:
+    world = World(in_place_skip_disruption_budget=True)
+    world.cluster.put_vpa(vpa(mode="Recreate"))
+    await world.updater.run_once()
+    assert world.actions.evicted == ["web-0"]
+
+
+async def test_a_group_below_min_replicas_is_resized_but_never_evicted_when_skipping() -> None:
+    world = World(replicas=1, pods=1, in_place_skip_disruption_budget=True)
+    world.cluster.put_vpa(vpa(mode="InPlaceOrRecreate"))
+    world.actions.fail("resize", "web-0", PodActionError(422, "invalid"))
+    await world.updater.run_once()
+    assert [who for who, _ in world.actions.resized] == []
+    assert world.actions.evicted == []  # the fall-back to eviction is refused below minReplicas
+    await world.updater.run_once()
+    assert [who for who, _ in world.actions.resized] == ["web-0"]
