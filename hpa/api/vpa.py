@@ -40,6 +40,7 @@ from hpa.core.vpa import cluster as core_cluster
 from hpa.core.vpa import histogram as core_histogram
 from hpa.core.vpa import policy as core_policy
 from hpa.core.vpa import recommender as core_recommender
+from hpa.core.vpa import update as core_update
 from hpa.core.vpa.gomath import NANOSECONDS_PER_SECOND, ZERO_TIME_NS
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "checkpoint_status_to_core",
     "conditions_from_core",
     "conditions_to_core",
+    "eviction_requirements_to_core",
     "format_time_ns",
     "histogram_checkpoint_from_core",
     "histogram_checkpoint_to_core",
@@ -321,6 +323,17 @@ def _container_policy_to_core(
         memory_aggregation_interval_count=policy.memory_aggregation_interval_count,
         target_cpu_percentile=ratio(policy.target_cpu_percentile),
         target_memory_percentile=ratio(policy.target_memory_percentile),
+    )
+
+
+def eviction_requirements_to_core(
+    policy: PodUpdatePolicy | None,
+) -> tuple[core_update.EvictionRequirement, ...]:
+    """``spec.updatePolicy.evictionRequirements`` for the updater's rules (none without an
+    ``updatePolicy``)."""
+    return tuple(
+        core_update.EvictionRequirement(tuple(r.resources), r.change_requirement)
+        for r in (policy.eviction_requirements if policy is not None else ())
     )
 
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from hpa.api.vpa import (
     VerticalPodAutoscaler,
     conditions_to_core,
+    eviction_requirements_to_core,
     pod_resource_policy_to_core,
     recommendation_to_core,
     resources_to_core,
@@ -146,10 +147,7 @@ def parse_vpa(data: Mapping[str, Any]) -> VpaRecord:
         if spec.update_policy
         else None,
         startup_boost=boost_durations,
-        eviction_requirements=tuple(
-            EvictionRequirement(tuple(r.resources), r.change_requirement)
-            for r in (spec.update_policy.eviction_requirements if spec.update_policy else ())
-        ),
+        eviction_requirements=eviction_requirements_to_core(spec.update_policy),
     )
 
 

@@ -9,8 +9,9 @@ model through the recommender's own :class:`~hpa.controllers.vertical.group_awar
 (each sample's per-pod load is the per-pod value of the HPA's metric in the status the simulated
 controller last wrote, its target load the metric's target, as in the recommender),
 the updater's rules (:mod:`hpa.core.vpa.update`: ``GetUpdatePriority``, the update queue's
-admission, the eviction restriction) and the admission controller's requests and proportional
-limits (:func:`hpa.core.vpa.admission.containers_resources_for_pod`).
+admission and the VPA's ``evictionRequirements``, the eviction restriction) and the admission
+controller's requests and proportional limits
+(:func:`hpa.core.vpa.admission.containers_resources_for_pod`).
 
 The resource model (:class:`ResourceModel`, every parameter printed with the run): a Ready pod
 serving per-pod load ``l`` (requests per second) uses
@@ -62,6 +63,7 @@ from hpa.core.vpa.update import (
     ReplicaGroup,
     UpdateConfig,
     UpdatePod,
+    admit_by_eviction_requirements,
     admit_for_update,
     eviction_restriction,
     get_update_priority,
@@ -446,6 +448,10 @@ class VerticalRun:
             now=now,
         )
         for update_pod in sorted_for_update(queued):
+            if not admit_by_eviction_requirements(
+                update_pod, recommendation, self.vpa.eviction_requirements
+            ):
+                continue
             pod = by_name[update_pod.name]
             if mode == "InPlaceOrRecreate":
                 self._apply(pod, *self._resources(pod))

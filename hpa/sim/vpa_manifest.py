@@ -24,8 +24,13 @@ from hpa.api.validation import (
     validate_vertical_pod_autoscaler,
     validate_vertical_pod_autoscaler_schema,
 )
-from hpa.api.vpa import VerticalPodAutoscaler, pod_resource_policy_to_core
+from hpa.api.vpa import (
+    VerticalPodAutoscaler,
+    eviction_requirements_to_core,
+    pod_resource_policy_to_core,
+)
 from hpa.core.vpa.policy import PodResourcePolicy
+from hpa.core.vpa.update import EvictionRequirement
 from hpa.sim.manifest import (
     HPAManifest,
     ManifestError,
@@ -62,6 +67,8 @@ class VPA:
     annotations: Mapping[str, str] = field(default_factory=dict)
     recommenders: tuple[str, ...] = ()
     """``spec.recommenders[].name`` (empty: the default recommender)."""
+    eviction_requirements: tuple[EvictionRequirement, ...] = ()
+    """``spec.updatePolicy.evictionRequirements`` (the updater's queue admission)."""
 
     @property
     def key(self) -> str:
@@ -107,6 +114,7 @@ def vpa_from_document(document: Any, where: str) -> VPA:
         resource_policy=pod_resource_policy_to_core(model.spec.resource_policy),
         annotations=dict(model.metadata.annotations),
         recommenders=tuple(r.name for r in model.spec.recommenders),
+        eviction_requirements=eviction_requirements_to_core(policy),
     )
 
 

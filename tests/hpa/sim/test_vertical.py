@@ -3,6 +3,7 @@ resizes, VPA manifests read strictly, and what a run's vertical summary shows.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -45,13 +46,20 @@ def vpa_document(mode: str = "Recreate", **spec: object) -> dict[str, object]:
 
 
 def vertical(
-    load: float, *, replicas: int = 2, mode: str = "Recreate", model: ResourceModel | None = None
+    load: float,
+    *,
+    replicas: int = 2,
+    mode: str = "Recreate",
+    model: ResourceModel | None = None,
+    update_policy: Mapping[str, object] | None = None,
 ) -> VerticalRun:
     trace = points_trace([(0, load)], duration_seconds=7200, description="t")
     deployment = Deployment(
         "web", model=WorkloadModel(), pipeline=MetricPipeline(), trace=trace, replicas=replicas
     )
-    vpa = vpa_from_document(vpa_document(mode), "web.yaml")
+    extra = {} if update_policy is None else {"updatePolicy": update_policy}
+    document = vpa_document(mode, **extra)
+    vpa = vpa_from_document(document, "web.yaml")
     return VerticalRun(vpa, deployment, model or ResourceModel())
 
 
@@ -135,6 +143,28 @@ def test_the_updater_applies_an_oom_bump_by_eviction_or_in_place_as_the_mode_say
     else:
         assert summary.oom_kills == 2  # once, then the bumped limit holds
         assert all((pod.memory_limit_bytes or 0) > 600 * MI for pod in run.deployment.pods)
+
+
+@pytest.mark.parametrize(
+    ("change", "evicted"),
+    [("TargetHigherThanRequests", True), ("TargetLowerThanRequests", False)],
+)
+def test_eviction_requirements_decide_whether_the_oom_bump_is_applied(
+    change: str, evicted: bool
+) -> None:
+    # the OOM bump raises the memory target above the 512Mi request
+    policy = {
+        "updateMode": "Recreate",
+        "evictionRequirements": [{"resources": ["memory"], "changeRequirement": change}],
+    }
+    run = vertical(200, update_policy=policy)
+
+    for minute in range(30):
+        run.step(60.0 * minute)
+
+    summary = run.summary(1800)
+    assert (summary.evictions >= 2) is evicted
+    assert (summary.oom_kills >= 20) is not evicted  # never bumped: killed after every restart
 
 
 def test_a_simulated_day_shows_ooms_then_the_vpa_fixing_them_in_the_summary(
