@@ -86,6 +86,7 @@ from hpa.api.vpa import (
     VerticalPodAutoscaler,
 )
 from hpa.core.names import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
+from hpa.core.vpa.update import TARGET_HIGHER_THAN_REQUESTS, TARGET_LOWER_THAN_REQUESTS
 
 __all__ = [
     "MAX_PERIOD_SECONDS",
@@ -1099,7 +1100,7 @@ def _cpu_resolution_errors(text: str, path: str) -> list[FieldError]:
 
 # --------------------------------------------------------------------------- VPA (CRD schema)
 
-_CHANGE_REQUIREMENTS = ("TargetHigherThanRequests", "TargetLowerThanRequests")
+_CHANGE_REQUIREMENTS = (TARGET_HIGHER_THAN_REQUESTS, TARGET_LOWER_THAN_REQUESTS)
 _CONTROLLED_VALUES = ("RequestsAndLimits", "RequestsOnly")
 _SCHEMA_UPDATE_MODES = ("Off", "Initial", "Recreate", "InPlaceOrRecreate", "InPlace", "Auto")
 

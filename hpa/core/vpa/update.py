@@ -69,6 +69,8 @@ from hpa.core.vpa.admission import OBSERVED_CONTAINERS_SEPARATOR
 __all__ = [
     "DEFERRED_RESIZE_UPDATE_TIMEOUT",
     "IN_PROGRESS_RESIZE_UPDATE_TIMEOUT",
+    "TARGET_HIGHER_THAN_REQUESTS",
+    "TARGET_LOWER_THAN_REQUESTS",
     "ContainerRecommendation",
     "ContainerStatus",
     "EvictionRequirement",
